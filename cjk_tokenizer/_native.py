@@ -1,0 +1,93 @@
+"""The C helpers Python needs, from the compiled cffi module.
+
+The definition of "what is CJK" and the width folding live in csrc/cjk_chars.c;
+this module only calls them.  If the compiled module is missing (a broken
+install), ``available()`` is False and the callers choose a safe meaning.
+"""
+from __future__ import annotations
+
+import os
+
+try:  # the cffi module built from csrc/ by python/build_cffi.py
+    from . import _cjk_unicode61 as _mod
+except ImportError as _exc:  # pragma: no cover - exercised by a broken install
+    _mod = None
+    IMPORT_ERROR: str | None = str(_exc)
+else:
+    IMPORT_ERROR = None
+
+
+def available() -> bool:
+    return _mod is not None
+
+
+def module_path() -> str | None:
+    """File of the compiled cffi module (also a loadable SQLite extension)."""
+    return None if _mod is None else os.path.abspath(_mod.__file__)
+
+
+def _need():
+    if _mod is None:
+        from .errors import ExtensionError
+
+        raise ExtensionError(f"the compiled cjk_tokenizer module is missing ({IMPORT_ERROR}); reinstall the package")
+    return _mod
+
+
+def cjk_mask(text: str) -> bytes:
+    """One byte per character of ``text``: 1 where it is a CJK letter, else 0."""
+    m = _need()
+    n = len(text)
+    if n == 0:
+        return b""
+    cps = text.encode("utf-32-le", "surrogatepass")
+    out = m.ffi.new("unsigned char[]", n)
+    m.lib.cjk_classify_utf32(m.ffi.from_buffer("uint32_t[]", cps), n, out)
+    return bytes(m.ffi.buffer(out, n))
+
+
+def is_cjk(ch: str) -> bool:
+    """True if the single character ``ch`` is a CJK letter."""
+    if len(ch) != 1:
+        raise ValueError("is_cjk() takes exactly one character")
+    return bool(_need().lib.cjk_is_cjk(ord(ch)))
+
+
+def split_cjk(text: str) -> list[tuple[bool, str]]:
+    """Split ``text`` into maximal spans, each ``(is_cjk, substring)``."""
+    mask = cjk_mask(text)
+    spans: list[tuple[bool, str]] = []
+    start = 0
+    for i in range(1, len(text) + 1):
+        if i == len(text) or mask[i] != mask[start]:
+            spans.append((bool(mask[start]), text[start:i]))
+            start = i
+    return spans
+
+
+def fold(text: str) -> str:
+    """The width folding the tokenizer applies (Ｈｅｌｌｏ -> Hello, ｶﾞ -> ガ)."""
+    m = _need()
+    data = text.encode("utf-8", "surrogatepass")
+    if not data:
+        return text
+    out = m.ffi.new("char[]", len(data))
+    n = m.lib.cjk_fold_utf8(data, len(data), out, len(data))
+    return m.ffi.unpack(out, n).decode("utf-8", "surrogatepass")
+
+
+def cjk_ranges() -> list[tuple[int, int]]:
+    """The inclusive code point ranges that make up the CJK definition."""
+    lib = _need().lib
+    return [(lib.cjk_range_bound(i, 0), lib.cjk_range_bound(i, 1)) for i in range(lib.cjk_range_count())]
+
+
+def tokenizer_args_error(args) -> str | None:
+    """Why ``cjk_unicode61`` would reject ``args``, or None if it accepts them."""
+    m = _need()
+    items = [m.ffi.new("char[]", str(a).encode("utf-8")) for a in args]
+    argv = m.ffi.new("const char *[]", items) if items else m.ffi.NULL
+    err = m.ffi.new("char[]", 512)
+    if m.lib.cjk_check_args(argv, len(items), err, 512):
+        return m.ffi.string(err).decode("utf-8", "replace")
+    return None

@@ -1,0 +1,88 @@
+"""Loading the extension into a SQLite connection (APSW or stdlib sqlite3).
+
+``load(conn)`` loads the compiled cffi module, which Python has already
+imported: the library then stays mapped for the life of the process, so a
+tokenizer object that outlives its connection can never call into unmapped
+code.  ``loadable_path()`` is the plain library for every other host (the
+``sqlite3`` shell cannot load a cffi module: its Python symbols stay
+unresolved there).
+"""
+from __future__ import annotations
+
+import os
+
+from . import _native
+from .errors import ExtensionError
+
+ENTRY_POINT = "sqlite3_cjkunicode_init"
+TOKENIZER = "cjk_unicode61"
+
+
+def loadable_path() -> str:
+    """Path of the plain loadable library (no Python symbols) for any SQLite host."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("libcjk_unicode61.so", "libcjk_unicode61.dylib", "cjk_unicode61.dll"):
+        path = os.path.join(here, name)
+        if os.path.exists(path):
+            return path
+    raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall the package")
+
+
+def _extension_file() -> str:
+    path = _native.module_path()
+    if path is None:
+        raise ExtensionError(
+            f"the compiled cjk_tokenizer module is missing ({_native.IMPORT_ERROR}); reinstall the package"
+        )
+    return path
+
+
+def _load_apsw(conn, path: str) -> None:
+    import apsw
+
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(path, ENTRY_POINT)
+    except apsw.Error as exc:
+        raise ExtensionError(f"SQLite {apsw.sqlite_lib_version()} could not load {TOKENIZER}: {exc}") from exc
+    finally:
+        conn.enable_load_extension(False)
+
+
+def _load_stdlib(conn, path: str) -> None:
+    import sqlite3
+
+    if not hasattr(conn, "enable_load_extension"):
+        raise ExtensionError(
+            "this Python's sqlite3 module was built without extension loading "
+            "(no Connection.enable_load_extension); use an apsw.Connection instead"
+        )
+    conn.enable_load_extension(True)
+    try:
+        try:  # Python >= 3.12 takes the entry point
+            conn.load_extension(path, entrypoint=ENTRY_POINT)
+        except TypeError:  # older: SQLite derives sqlite3_cjkunicode_init from the file name
+            conn.load_extension(path)
+    except sqlite3.Error as exc:
+        raise ExtensionError(f"SQLite {sqlite3.sqlite_version} could not load {TOKENIZER}: {exc}") from exc
+    finally:
+        conn.enable_load_extension(False)
+
+
+def load(conn):
+    """Register ``cjk_unicode61`` and ``cjk_match`` on ``conn`` and return ``conn``.
+
+    ``conn`` is an ``apsw.Connection`` or a ``sqlite3.Connection``.  Extension
+    loading is enabled only for the call.  Raises :class:`ExtensionError` with
+    the reason when the extension cannot be loaded here.
+    """
+    path = _extension_file()
+    module = type(conn).__module__.split(".")[0]
+    if module == "apsw":
+        _load_apsw(conn, path)
+    elif module in ("sqlite3", "_sqlite3"):
+        _load_stdlib(conn, path)
+    else:
+        raise ExtensionError(f"cannot load into a {type(conn).__module__}.{type(conn).__name__}; "
+                             "pass an apsw.Connection or a sqlite3.Connection")
+    return conn

@@ -1,0 +1,77 @@
+"""``tokenize()``: what cjk_unicode61 makes of a text, for debugging and tests.
+
+It runs the real C tokenizer inside SQLite (through APSW's
+``Connection.fts5_tokenizer``, which also checks every offset and colocated
+flag), so what you see is exactly what the index stores.
+"""
+from __future__ import annotations
+
+import threading
+
+from . import _native
+from .errors import ExtensionError
+from .loader import TOKENIZER, load
+
+MODES = {
+    "document": 0x0004,  # FTS5_TOKENIZE_DOCUMENT
+    "query": 0x0001,  # FTS5_TOKENIZE_QUERY
+    "prefix": 0x0003,  # FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX
+    "aux": 0x0008,  # FTS5_TOKENIZE_AUX
+}
+
+_lock = threading.Lock()
+_conn = None
+
+
+def _connection():
+    global _conn
+    if _conn is None:
+        import apsw
+
+        _conn = load(apsw.Connection(":memory:"))
+    return _conn
+
+
+def _last_char_start(data: bytes, start: int, end: int, token: str) -> int:
+    """Start of the run-final character a colocated unigram stands for."""
+    for k in range(end - 1, start - 1, -1):
+        if (data[k] & 0xC0) != 0x80:  # a character boundary
+            piece = data[k:end].decode("utf-8", "replace")
+            if _native.fold(piece) == token:
+                return k
+    return start
+
+
+def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, int, bool]]:
+    """Tokenize ``text`` (str or UTF-8 bytes) as ``cjk_unicode61 <args>`` would.
+
+    ``mode`` is "document", "query", "prefix" or "aux".  Returns a list of
+    ``(token, start, end, colocated)``; ``start``/``end`` are UTF-8 byte
+    offsets into the text (FTS5's own unit) and ``colocated`` is True for a
+    token at the same position as the one before it.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    data = text if isinstance(text, (bytes, bytearray)) else str(text).encode("utf-8", "surrogatepass")
+    args = [str(a) for a in args]
+    problem = _native.tokenizer_args_error(args)
+    if problem:
+        raise ValueError(problem)
+    import apsw
+
+    with _lock:
+        conn = _connection()
+        try:
+            tok = conn.fts5_tokenizer(TOKENIZER, args)
+            raw = tok(bytes(data), MODES[mode], None, include_offsets=True, include_colocated=True)
+        except apsw.Error as exc:
+            raise ExtensionError(f"{TOKENIZER} failed: {exc}") from exc
+        finally:
+            tok = None
+    out: list[tuple[str, int, int, bool]] = []
+    for entry in raw:
+        start, end, first, *colocated = entry
+        out.append((first, start, end, False))
+        for extra in colocated:
+            out.append((extra, _last_char_start(data, start, end, extra), end, True))
+    return out

@@ -1,0 +1,57 @@
+/*
+** cjk_chars.h — the one definition of "what is CJK" and of width folding.
+**
+** The FTS5 tokenizer, the auxiliary function and the Python query router all
+** ask these functions (Python through the cffi module); nobody keeps a copy.
+*/
+#ifndef CJK_CHARS_H
+#define CJK_CHARS_H
+
+#include <stdint.h>
+
+/* Decode one character at z[i] (i < n) the way SQLite's unicode61 reads UTF-8,
+** so our segment boundaries fall on the character boundaries unicode61 sees:
+** a lead byte >= 0xC0 swallows every continuation byte after it.  Returns the
+** index just past the character.  *pCp gets the code point, or 0xFFFD when the
+** sequence is malformed (overlong, surrogate, > U+10FFFF, stray continuation
+** byte, wrong length).  Never reads z[n] or beyond. */
+int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp);
+
+/* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */
+int cjk_utf8_put(unsigned cp, unsigned char *out);
+
+/* Non-zero if code point cp is a CJK letter, i.e. part of a run the tokenizer
+** splits into bigrams: Han (URO, Extensions A-I, compatibility ideographs,
+** 々〆〇 and the Hangzhou numerals), Hiragana, Katakana (with the phonetic
+** extensions, the prolonged sound mark ー, half-width katakana and the kana
+** supplements), Hangul (syllables, jamo, compatibility, extended and
+** half-width jamo) and Bopomofo.  CJK punctuation and symbols (、。「」・ …)
+** are not CJK letters: they separate runs. */
+int cjk_is_cjk(unsigned cp);
+
+/* For Python's query router: aOut[i] = 1 if aCp[i] is a CJK letter, else 0.
+** Returns how many are.  (Code points, not UTF-8: Python strings hold those.) */
+int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
+
+/* The table behind cjk_is_cjk(), for Python and the tests: range i is
+** [cjk_range_bound(i,0), cjk_range_bound(i,1)], sorted, inclusive. */
+int cjk_range_count(void);
+unsigned cjk_range_bound(int i, int bHigh);
+
+/* Width folding applied to documents and queries alike:
+**   full-width ASCII U+FF01..U+FF5E -> U+0021..U+007E (Ｈｅｌｌｏ１ -> Hello1)
+**   half-width katakana and Hangul  -> their full-width forms (ｶﾀｶﾅ -> カタカナ)
+** Every other code point maps to itself. */
+unsigned cjk_fold_width(unsigned cp);
+
+/* Voiced sound marks: if base followed by mark (U+3099/U+309A after width
+** folding) has a precomposed form (カ+゛ -> ガ), return it, else 0. */
+unsigned cjk_compose_voiced(unsigned base, unsigned mark);
+
+/* Fold a whole UTF-8 string: width folding plus voiced-mark composition, the
+** same mapping the tokenizer applies.  Malformed sequences are copied through
+** unchanged.  Writes at most nOut bytes; returns the length the result needs
+** (which is never more than n), so nOut >= n always suffices. */
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut);
+
+#endif /* CJK_CHARS_H */

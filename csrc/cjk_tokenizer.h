@@ -1,0 +1,48 @@
+/*
+** cjk_tokenizer.h — the cjk_unicode61 FTS5 tokenizer.
+**
+** Semantics (the paragraph users can trust):
+**   Text that is not CJK is handed, untouched apart from width folding, to the
+**   host's own unicode61 tokenizer with the same arguments, so it yields the
+**   very tokens, positions and byte offsets unicode61 would.  Each maximal run
+**   of CJK letters (see cjk_chars.h) becomes overlapping bigrams, one position
+**   each: 大别山 -> 大别, 别山.  A one-character run is a unigram.  When
+**   tokenizing documents (any mode but QUERY), the last character of a longer
+**   run is also emitted as a unigram colocated with the run's last bigram, so
+**   every occurrence of a character X starts a bigram or is a run-final
+**   unigram, and the prefix query "X"* finds all of them.  Two CJK runs with no
+**   token between them (only punctuation or spaces) are kept apart by a gap
+**   token (CJK_GAP_TOKEN, one position), so the phrase for ABC never matches
+**   "AB。BC".  Full-width ASCII folds to ASCII and half-width katakana and
+**   Hangul to their full-width forms, in documents and queries alike, with
+**   offsets pointing at the original bytes.  Invalid UTF-8 is a separator.
+*/
+#ifndef CJK_TOKENIZER_H
+#define CJK_TOKENIZER_H
+
+#include "cjk_host.h"
+
+#define CJK_TOKENIZER_NAME "cjk_unicode61"
+/* Token text of the gap between two CJK runs: U+001E, which unicode61 never
+** emits (control characters are separators) and no query can spell. */
+#define CJK_GAP_TOKEN "\x1e"
+
+/* Check tokenizer arguments the way table creation will.  Returns 0 if they
+** are valid, else non-zero with a message in zErr (NUL-terminated, truncated
+** to nErr bytes).  SQLite itself only says "error in tokenizer constructor",
+** so Python calls this to say what is wrong. */
+int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
+
+/* Create a tokenizer that wraps the unicode61 tokenizer of pApi's host.
+** bUseV2: reach unicode61 through fts5_tokenizer_v2 (fts5_api.iVersion >= 3). */
+int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Tokenizer **ppOut);
+void cjk_tokenizer_delete(Fts5Tokenizer *pTok);
+int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
+                           int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken);
+
+/* Registered as xCreate/xDelete/xTokenize; pUserData is the fts5_api*. */
+int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut);
+int cjk_xTokenize_v1(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText, int nText,
+                     cjk_xtoken_fn xToken);
+
+#endif /* CJK_TOKENIZER_H */

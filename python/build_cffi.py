@@ -1,0 +1,36 @@
+"""cffi (API mode, out of line) build script for cjk_tokenizer._cjk_unicode61.
+
+The module carries the whole extension (so it loads into SQLite as well) and
+exposes to Python the one definition of CJK and of width folding.
+"""
+import os
+import sys
+
+import cffi
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cjk_sources import C_SOURCES, compile_args, link_args  # noqa: E402
+
+CDEF = """
+int cjk_is_cjk(unsigned int cp);
+unsigned int cjk_fold_width(unsigned int cp);
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut);
+int cjk_range_count(void);
+unsigned int cjk_range_bound(int i, int bHigh);
+int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
+int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
+"""
+
+ffibuilder = cffi.FFI()
+ffibuilder.cdef(CDEF)
+ffibuilder.set_source(
+    "cjk_tokenizer._cjk_unicode61",
+    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n',
+    sources=C_SOURCES,
+    include_dirs=["csrc"],
+    extra_compile_args=compile_args(),
+    extra_link_args=link_args(),
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)
