@@ -19,7 +19,6 @@
 #define CJK_HOST_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 /* ---- SQLite: opaque handles and the constants we use ------------------- */
 typedef struct sqlite3 sqlite3;
@@ -27,7 +26,7 @@ typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_context sqlite3_context;
 typedef struct sqlite3_value sqlite3_value;
 typedef struct sqlite3_api_routines sqlite3_api_routines; /* never dereferenced by type */
-typedef int64_t sqlite3_int64;
+typedef long long sqlite3_int64;
 
 #define SQLITE_OK 0
 #define SQLITE_ERROR 1
