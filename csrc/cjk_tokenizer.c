@@ -66,14 +66,24 @@ static void setErr(char *zErr, int nErr, const char *zMsg, const char *zArg) {
   zErr[i] = 0;
 }
 
+/* Option names compare like unicode61's: ASCII case-insensitive. */
+static int optionIs(const char *zName, const char *zOption) {
+  for (; *zName && *zOption; zName++, zOption++) {
+    char a = *zName, b = *zOption;
+    if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+    if (a != b) return 0;
+  }
+  return *zName == 0 && *zOption == 0;
+}
+
 static int checkCategories(const char *z, char *zErr, int nErr) {
   while (*z) {
     const char *zStart;
     size_t n, k;
     int ok = 0;
-    while (*z == ' ') z++;
+    while (*z == ' ' || *z == '\t') z++;
     zStart = z;
-    while (*z && *z != ' ') z++;
+    while (*z && *z != ' ' && *z != '\t') z++;
     n = (size_t)(z - zStart);
     if (n == 0) continue;
     for (k = 0; k < sizeof(azCategory) / sizeof(azCategory[0]); k++) {
@@ -110,14 +120,14 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
              zName);
       return 1;
     }
-    if (strcmp(zName, "remove_diacritics") == 0) {
+    if (optionIs(zName, "remove_diacritics")) {
       if (!((zVal[0] == '0' || zVal[0] == '1' || zVal[0] == '2') && zVal[1] == 0)) {
         setErr(zErr, nErr, "cjk_unicode61: remove_diacritics must be 0, 1 or 2, not '%s'", zVal);
         return 1;
       }
-    } else if (strcmp(zName, "categories") == 0) {
+    } else if (optionIs(zName, "categories")) {
       if (checkCategories(zVal, zErr, nErr)) return 1;
-    } else if (strcmp(zName, "tokenchars") != 0 && strcmp(zName, "separators") != 0) {
+    } else if (!optionIs(zName, "tokenchars") && !optionIs(zName, "separators")) {
       setErr(zErr, nErr,
              "cjk_unicode61: unknown option '%s' (known: remove_diacritics, tokenchars, "
              "separators, categories)",
@@ -134,7 +144,7 @@ static int collectSeparators(CjkTokenizer *p, const char **azArg, int nArg) {
   for (i = 0; i + 1 < nArg; i += 2) {
     const unsigned char *z;
     int n, k;
-    if (strcmp(azArg[i], "separators") != 0) continue;
+    if (!optionIs(azArg[i], "separators")) continue;
     z = (const unsigned char *)azArg[i + 1];
     n = (int)strlen((const char *)z);
     for (k = 0; k < n;) {
@@ -151,14 +161,6 @@ static int collectSeparators(CjkTokenizer *p, const char **azArg, int nArg) {
   return SQLITE_OK;
 }
 
-static int newlineIsTokenChar(const char **azArg, int nArg) {
-  int i;
-  for (i = 0; i + 1 < nArg; i += 2) {
-    if (strcmp(azArg[i], "tokenchars") == 0 && strchr(azArg[i + 1], '\n')) return 1;
-  }
-  return 0;
-}
-
 /* ---- create / delete --------------------------------------------------- */
 
 void cjk_tokenizer_delete(Fts5Tokenizer *pTok) {
@@ -173,6 +175,38 @@ void cjk_tokenizer_delete(Fts5Tokenizer *pTok) {
   }
   free(p->aSep);
   free(p);
+}
+
+/* Long non-CJK segments may be handed to unicode61 in pieces split after a
+** newline, but only if a newline separates tokens under these arguments
+** (tokenchars or categories can make it a token character).  Ask unicode61
+** itself: "a\nb" must come back as the two tokens "a" and "b". */
+typedef struct NewlineProbe {
+  int nTok;
+  int bSplit;
+} NewlineProbe;
+
+static int probeToken(void *pCtx, int tflags, const char *pTok, int nTok, int iStart, int iEnd) {
+  NewlineProbe *q = (NewlineProbe *)pCtx;
+  (void)tflags;
+  (void)pTok;
+  (void)nTok;
+  q->nTok++;
+  if (q->nTok == 1 && iStart == 0 && iEnd == 1) q->bSplit = 1;
+  if (q->nTok > 1 && iStart != 2) q->bSplit = 0;
+  return SQLITE_OK;
+}
+
+static int probeNewline(CjkTokenizer *p) {
+  NewlineProbe q = {0, 0};
+  int rc;
+  if (p->bV2) {
+    rc = p->pInner2->xTokenize(p->pInner, &q, FTS5_TOKENIZE_DOCUMENT, "a\nb", 3, 0, 0, probeToken);
+  } else {
+    rc = p->inner1.xTokenize(p->pInner, &q, FTS5_TOKENIZE_DOCUMENT, "a\nb", 3, probeToken);
+  }
+  p->bSplitNewline = rc == SQLITE_OK && q.bSplit && q.nTok == 2;
+  return rc;
 }
 
 int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
@@ -195,7 +229,7 @@ int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Token
     if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, azArg, nArg, &p->pInner);
   }
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
-  p->bSplitNewline = !newlineIsTokenChar(azArg, nArg);
+  if (rc == SQLITE_OK) rc = probeNewline(p);
   if (rc != SQLITE_OK) {
     cjk_tokenizer_delete((Fts5Tokenizer *)p);
     return rc;
