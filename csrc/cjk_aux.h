@@ -1,10 +1,91 @@
 /*
 ** cjk_aux.h — cjk_match(), the reasoning-aware FTS5 auxiliary function.
+**
+** SQL signature (an FTS5 auxiliary function: the first argument is the table):
+**
+**   cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis]]]])
+**
+**   labels     comma-separated column labels in the table's column order, e.g.
+**              'content,reasoning,tool_name,tool_calls'.  FTS5 hands auxiliary
+**              functions column indexes only; these are the names reported.
+**              Spaces around a label are trimmed; a missing or empty label is
+**              reported as the column's index ("2").  Extra labels are ignored.
+**   max_chars  snippet size in characters (Unicode code points of the column
+**              text, markers and ellipses not counted); a positive number,
+**              default 200 (NULL also means the default).
+**   open, close, ellipsis
+**              highlight markers and the cut marker; defaults "**", "**" and
+**              "…" (U+2026).  NULL means the default.
+**
+** Result: a JSON object (valid UTF-8 text):
+**
+**   {"matched_in": ["content", "reasoning"],   columns in which any query phrase
+**                                              has an instance, in column order
+**    "column": "content",                      the column the snippet comes from
+**    "snippet": "…text with **match**…",
+**    "start": 12, "end": 15,                   the first highlight shown in the
+**                                              snippet, as character offsets
+**                                              [start, end) into the column text
+**                                              (null when nothing is highlighted)
+**    "window": [0, 80],                        [start, end) of the column text
+**                                              the snippet shows (characters)
+**    "matches": [[12, 15], [40, 43]],          every highlight in the column
+**                                              (characters), first 100 only
+**    "match_count": 2}                         how many highlights in all
+**
+** Rules:
+**   - Instances come from xInstCount/xInst.  The snippet column is the matched
+**     column with the most distinct query phrases; ties go to the lowest column
+**     index, so put the visible column (content) first in the table.  A row
+**     with no instance anywhere (e.g. a full-table scan) shows the first column
+**     with any non-space text, from its start, with matched_in = [].
+**   - An instance (phrase p, offset o) covers token positions o..o+size(p)-1,
+**     counted the way FTS5 counts them when it indexes: the column is
+**     re-tokenized with the table's tokenizer (xTokenize, FTS5_TOKENIZE_AUX),
+**     each token not flagged FTS5_TOKEN_COLOCATED starts a new position, a
+**     colocated one shares the previous position.  Where several tokens share a
+**     position (a run-final unigram colocated with its bigram), the one equal to
+**     the query token (xQueryToken) is used; failing that the ones it is a
+**     prefix of, and failing that all of them.  Hosts with
+**     Fts5ExtensionApi.iVersion < 3 (SQLite before 3.45) have no xQueryToken:
+**     there the query token is inferred from the row (the longest token, or
+**     its first character, that every instance of the phrase in the column
+**     starts with), so a lone instance of "山"* at a run end highlights its
+**     bigram, as highlight() does, but several instances resolve.  A CJK n-gram
+**     matched by a shorter prefix ("山"* against the bigram 山项) is highlighted
+**     only as far as the prefix reaches (山).  The byte ranges of an instance's
+**     tokens are joined, and overlapping or touching instances merged, so
+**     overlapping bigrams highlight once, without doubled or cut characters.
+**   - Character offsets count code points of the column text decoded the way
+**     Python's bytes.decode("utf-8", "replace") does: each maximal invalid
+**     subsequence of bytes is one U+FFFD character, and is output as U+FFFD.
+**     Highlight and window edges always fall on those character boundaries.
+**   - Window: the best max_chars-wide span is the one whose highlights cover
+**     the most distinct phrases, then the most instances, the earliest on ties.
+**     If the column's text (trimmed) fits in max_chars it is shown whole.
+**     Otherwise the start moves back to a sentence start (the text start, or
+**     after 。！？；｡!?; a newline, or '.' followed by white space) when one lies
+**     within three quarters of a window of the highlights' end, choosing the one
+**     nearest to centring the highlights; failing that the highlights are
+**     centred and a Latin word is not cut in two.  The end is cut back to the
+**     last sentence end in the window's second half (and after the
+**     highlights), else to the last white space if it would cut a Latin word.
+**     Characters the end gave back then extend the start to the earliest
+**     sentence start in budget (or, if the start is not at one, as far as the
+**     budget goes without cutting a word).  Leading and trailing white space is
+**     trimmed.  The ellipsis marks each side where non-space text was left out.
+**     So the snippet shows at most max_chars characters of the column.
+**   - Works on any FTS5 table (any tokenizer, external-content and contentless
+**     tables; on a contentless table the snippet is empty), detail=full for
+**     exact highlights.  No process-global state: the host routines travel in
+**     the registration's user data.
 */
 #ifndef CJK_AUX_H
 #define CJK_AUX_H
 
 #include "cjk_host.h"
+
+#define CJK_MATCH_NAME "cjk_match"
 
 /* Register the auxiliary function(s) with pFts5.  Host routines are copied
 ** into the registration, so two SQLite libraries in one process never share. */
