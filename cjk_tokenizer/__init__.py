@@ -10,10 +10,26 @@ from .tokens import tokenize
 
 __version__ = "0.1.0"
 
+# The archive needs APSW; imported on first use so that ``load()`` alone works
+# in a process that only has the stdlib sqlite3.
+_LAZY = {"Archive": "archive", "ArchiveError": "archive", "InputError": "records", "Progress": "indexing"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
+    "Archive",
+    "ArchiveError",
     "CjkTokenizerError",
     "ENTRY_POINT",
     "ExtensionError",
+    "InputError",
+    "Progress",
     "QueryError",
     "TOKENIZER",
     "cjk_ranges",

@@ -2,11 +2,19 @@
 
 Tables
 ------
-sessions      one row per conversation.
+sessions      one row per conversation.  ``message_count`` and ``last_active``
+              are kept by triggers so that listing recent sessions is an index
+              walk, not an aggregate over every message.
 messages      one row per message; ``id`` is the rowid every FTS index uses.
-index_state   one row per FTS index: whether it exists, is live (served) or
-              stale (exists but behind, e.g. written while the extension was
-              missing), and how far a rebuild/catch-up has come.
+              AUTOINCREMENT: an id is never reused after a delete, so a
+              message id held by a caller (or by a stale index) never comes
+              to mean a different message.
+index_state   one row per configured FTS index (see "Index states" below).
+fts_backlog   per index, the messages whose indexed form differs from the
+              table, with the values as they were indexed (see below).
+
+``PRAGMA user_version`` is ``SCHEMA_VERSION``; an archive from a newer version
+is refused rather than half-understood.
 
 FTS5 indexes (external content on ``messages``, ``content_rowid='id'``), all
 over the same columns, in this order: content, reasoning, tool_name, tool_calls.
@@ -20,11 +28,49 @@ trigram     messages_fts_tri     trigram (optional; substring fallback)
 ==========  ===================  ================================================
 
 Tool results are messages with role 'tool' and are indexed whole.
+
+Index size per byte of indexed text, measured on an 8 MB corpus from
+bench/generate.py (after bulk import; after FTS5 'optimize'): cjk 0.74
+(0.70), unicode61 0.53 (0.50), trigram 2.82 (2.68).  Trigram is the one a
+large archive may want to drop (``Archive.drop_index``); bench/RESULTS.md
+has the published numbers.
+
+Index states
+------------
+``index_state.status`` is one of
+
+live      the index equals the table; triggers keep it so; it may be served.
+stale     the index is behind (it was written while the extension was missing,
+          or a catch-up was interrupted); not served.
+building  like stale, but the index started empty (new index or rebuild).
+absent    configured, but the table cannot exist on the host that created the
+          archive (the cjk index on a host without the extension).
+
+For an index that is not live, what the index holds is exactly:
+
+* every message with ``id <= indexed_upto`` that has no backlog row, with its
+  current values, plus
+* for each backlog row with ``indexed = 1``, the message ``msg_id`` with the
+  values stored in the backlog row (as they were when indexed).
+
+Nothing above ``indexed_upto`` is in the index, so plain appends cost nothing
+while an index is stale: they are simply above the watermark.  The "pending"
+triggers (``pending_triggers``) record only changes at or below the watermark,
+keeping the *first* old values (``INSERT OR IGNORE``), because those are what
+an FTS5 external-content 'delete' must be given: deleting a row with values
+other than the indexed ones, or a rowid never indexed, corrupts the index.
+Those triggers never touch the FTS table, so they work on hosts where its
+tokenizer is not registered (where any statement touching it fails).
 """
 from __future__ import annotations
 
 MESSAGES = "messages"
 SESSIONS = "sessions"
+SCHEMA_VERSION = 1
+
+# Roles add_message accepts.  'developer' is OpenAI's newer name for system
+# instructions; the legacy 'function' role is stored as 'tool' (records.py).
+ROLES = ("system", "developer", "user", "assistant", "tool")
 
 # FTS columns, in index order.  Aux functions see only column numbers, so every
 # caller that labels columns uses this tuple.
@@ -38,19 +84,28 @@ FTS_INDEXES = {
     "unicode61": ("messages_fts_u61", "unicode61 remove_diacritics 2"),
     "trigram": ("messages_fts_tri", "trigram"),
 }
+# Routes that need the extension's tokenizer.
+EXTENSION_ROUTES = frozenset({"cjk"})
+# Routes every archive has: the query router relies on unicode61 for words.
+REQUIRED_ROUTES = frozenset({"unicode61"})
+DEFAULT_ROUTES = ("cjk", "unicode61", "trigram")
+
+STATUSES = ("live", "stale", "building", "absent")
 
 SESSIONS_DDL = """
 CREATE TABLE IF NOT EXISTS sessions (
-    id          TEXT PRIMARY KEY,
-    title       TEXT,
-    source      TEXT,
-    started_at  REAL,
-    metadata    TEXT
+    id            TEXT PRIMARY KEY,
+    title         TEXT,
+    source        TEXT,
+    started_at    REAL,
+    metadata      TEXT,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    last_active   REAL
 )"""
 
 MESSAGES_DDL = """
 CREATE TABLE IF NOT EXISTS messages (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id   TEXT NOT NULL REFERENCES sessions(id),
     role         TEXT NOT NULL,
     content      TEXT,
@@ -62,18 +117,56 @@ CREATE TABLE IF NOT EXISTS messages (
     metadata     TEXT
 )"""
 
-MESSAGES_INDEXES_DDL = (
+INDEXES_DDL = (
     "CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, id)",
     "CREATE INDEX IF NOT EXISTS messages_timestamp ON messages(timestamp)",
+    "CREATE INDEX IF NOT EXISTS sessions_last_active ON sessions(last_active)",
 )
 
 INDEX_STATE_DDL = """
 CREATE TABLE IF NOT EXISTS index_state (
     route        TEXT PRIMARY KEY,
-    status       TEXT NOT NULL CHECK (status IN ('live', 'stale', 'building')),
+    status       TEXT NOT NULL CHECK (status IN ('live', 'stale', 'building', 'absent')),
     indexed_upto INTEGER NOT NULL DEFAULT 0,
     updated_at   REAL
 )"""
+
+BACKLOG_DDL = """
+CREATE TABLE IF NOT EXISTS fts_backlog (
+    route      TEXT NOT NULL,
+    msg_id     INTEGER NOT NULL,
+    indexed    INTEGER NOT NULL,
+    content    TEXT,
+    reasoning  TEXT,
+    tool_name  TEXT,
+    tool_calls TEXT,
+    PRIMARY KEY (route, msg_id)
+) WITHOUT ROWID"""
+
+# Session bookkeeping.  last_active only moves forward: it is "the latest
+# message time seen", which is what a recent-first listing wants.
+SESSION_TRIGGERS = (
+    """CREATE TRIGGER IF NOT EXISTS messages_session_ai AFTER INSERT ON messages BEGIN
+    UPDATE sessions SET message_count = message_count + 1,
+        last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
+    WHERE id = new.session_id;
+END""",
+    """CREATE TRIGGER IF NOT EXISTS messages_session_ad AFTER DELETE ON messages BEGIN
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+END""",
+    """CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE OF session_id, timestamp ON messages BEGIN
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+    UPDATE sessions SET message_count = message_count + 1,
+        last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
+    WHERE id = new.session_id;
+END""",
+)
+
+BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, *INDEXES_DDL, *SESSION_TRIGGERS)
+
+
+def fts_table(route: str) -> str:
+    return FTS_INDEXES[route][0]
 
 
 def fts_ddl(route: str) -> str:
@@ -82,4 +175,60 @@ def fts_ddl(route: str) -> str:
     return (
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5({cols}, "
         f"content='{MESSAGES}', content_rowid='id', tokenize='{tokenize}')"
+    )
+
+
+def fts_shadow_tables(route: str) -> tuple[str, ...]:
+    """The real tables that hold an external-content FTS5 index."""
+    table = fts_table(route)
+    return tuple(f"{table}_{suffix}" for suffix in ("data", "idx", "docsize", "config"))
+
+
+def trigger_names(route: str) -> tuple[str, str, str]:
+    table = fts_table(route)
+    return (f"{table}_ai", f"{table}_ad", f"{table}_au")
+
+
+_COLS = ", ".join(FTS_COLUMNS)
+_UPDATE_OF = "id, " + _COLS
+
+
+def _vals(prefix: str) -> str:
+    return ", ".join(f"{prefix}.{c}" for c in FTS_COLUMNS)
+
+
+def live_triggers(route: str) -> tuple[str, str, str]:
+    """Triggers that keep the index equal to the table, row by row."""
+    table = fts_table(route)
+    ai, ad, au = trigger_names(route)
+    insert_new = f"INSERT INTO {table}(rowid, {_COLS}) VALUES (new.id, {_vals('new')});"
+    delete_old = f"INSERT INTO {table}({table}, rowid, {_COLS}) VALUES ('delete', old.id, {_vals('old')});"
+    return (
+        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {insert_new}\nEND",
+        f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {delete_old}\nEND",
+        f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
+        f"    {delete_old}\n    {insert_new}\nEND",
+    )
+
+
+def pending_triggers(route: str) -> tuple[str, str, str]:
+    """Triggers that record, without touching the FTS table, what the index misses.
+
+    Only rows at or below the watermark need a record (see "Index states").
+    """
+    ai, ad, au = trigger_names(route)
+    mark = f"(SELECT indexed_upto FROM index_state WHERE route = '{route}')"
+    record_old = (
+        f"INSERT OR IGNORE INTO fts_backlog(route, msg_id, indexed, {_COLS}) "
+        f"SELECT '{route}', old.id, 1, {_vals('old')} WHERE old.id <= {mark};"
+    )
+    record_new = (
+        f"INSERT OR IGNORE INTO fts_backlog(route, msg_id, indexed) "
+        f"SELECT '{route}', new.id, 0 WHERE new.id <= {mark};"
+    )
+    return (
+        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {record_new}\nEND",
+        f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {record_old}\nEND",
+        f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
+        f"    {record_old}\n    {record_new}\nEND",
     )

@@ -37,6 +37,7 @@ typedef struct TokState {
   int nMap;        /* entries in aMap minus one (folded length) */
   int bAfterCjk;   /* the last token emitted came from a CJK run */
   int iRunEnd;     /* end offset of the last CJK run */
+  unsigned lastCp; /* its last character, folded */
 } TokState;
 
 /* Segments of non-CJK text longer than this are handed to unicode61 in pieces
@@ -356,13 +357,19 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
   char aTok[8];
   unsigned cp, prevCp = 0;
   int i = *pi, iPrev = i, nChar = 0, nPrev = 0, rc;
-  if (s->bAfterCjk) {
-    rc = emit(s, 0, CJK_GAP_TOKEN, (int)sizeof(CJK_GAP_TOKEN) - 1, s->iRunEnd, i);
-    if (rc != SQLITE_OK) return rc;
-  }
   for (;;) {
     int iStart = i;
     if (!readCjk(p, z, n, &i, &cp)) break;
+    if (nChar == 0 && s->bAfterCjk && cp == s->lastCp) {
+      /* Only separators since the last run, and this run starts with the
+      ** character that one ended with: without a gap, that run's last bigram
+      ** (x,y) and this run's first (y,z) would be adjacent and the phrase xyz
+      ** would match across the break.  Runs that don't share that character
+      ** can't form a false phrase, so they need no gap (and the index is
+      ** smaller without one). */
+      rc = emit(s, 0, CJK_GAP_TOKEN, (int)sizeof(CJK_GAP_TOKEN) - 1, s->iRunEnd, iStart);
+      if (rc != SQLITE_OK) return rc;
+    }
     if (nChar > 0) {
       int nCur = cjk_utf8_put(cp, (unsigned char *)aTok + nPrev);
       rc = emit(s, 0, aTok, nPrev + nCur, iPrev, i);
@@ -383,6 +390,7 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
   }
   s->bAfterCjk = 1;
   s->iRunEnd = i;
+  s->lastCp = prevCp;
   *pi = i;
   return SQLITE_OK;
 }

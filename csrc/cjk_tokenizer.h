@@ -10,10 +10,12 @@
 **   tokenizing documents (any mode but QUERY), the last character of a longer
 **   run is also emitted as a unigram colocated with the run's last bigram, so
 **   every occurrence of a character X starts a bigram or is a run-final
-**   unigram, and the prefix query "X"* finds all of them.  Two CJK runs with no
-**   token between them (only punctuation or spaces) are kept apart by a gap
-**   token (CJK_GAP_TOKEN, one position), so the phrase for ABC never matches
-**   "AB。BC".  Full-width ASCII folds to ASCII and half-width katakana and
+**   unigram, and the prefix query "X"* finds all of them.  When two CJK runs
+**   have no token between them (only punctuation or spaces) and the second
+**   starts with the character the first ended with, a gap token
+**   (CJK_GAP_TOKEN, one position) keeps them apart, so the phrase for ABC never
+**   matches "AB。BC" (runs that don't share that character cannot form a false
+**   phrase).  Full-width ASCII folds to ASCII and half-width katakana and
 **   Hangul to their full-width forms, in documents and queries alike, with
 **   offsets pointing at the original bytes.  Invalid UTF-8 is a separator.
 */

@@ -299,7 +299,7 @@ def test_option_names_are_case_insensitive_for_cjk_separators_too(run_tokenizer,
     # separators must then split CJK runs exactly as with "separators".
     data = "我的书 a的b 的的".encode("utf-8")
     want = run_tokenizer("cjk_unicode61", ["separators", "的"], data)
-    assert [t[2] for t in want] == ["我", "\x1e", "书", "a", "b"]
+    assert [t[2] for t in want] == ["我", "书", "a", "b"]
     assert cjk_tokenizer._native.tokenizer_args_error([name, "的"]) is None
     assert run_tokenizer("cjk_unicode61", [name, "的"], data) == want
 

@@ -244,6 +244,10 @@ def test_gap_token_separates_runs_in_every_mode():
     for mode in ("document", "query", "prefix", "aux"):
         got = [t for t, s, e, colocated in toks("甲乙。乙丙", mode=mode) if not colocated]
         assert got == ["甲乙", "\x1e", "乙丙"], mode
+    # runs that do not share the character at the break cannot form a false
+    # phrase, so they get no gap (the index stays smaller)
+    assert "\x1e" not in [t for t, *_ in toks("甲乙。丙丁")]
+    assert "\x1e" in [t for t, *_ in toks("甲乙，「乙」")]
     # no gap where a Latin token already takes the position between the runs
     assert "\x1e" not in [t for t, *_ in toks("甲乙abc乙丙")]
 

@@ -1,0 +1,667 @@
+"""``Archive``: a conversation history in one SQLite file, searchable at index speed.
+
+Storage, index upkeep and read accessors live here; the query language and
+routing live in search.py, which ``Archive.search`` delegates to.
+
+    with Archive("history.db") as ar:
+        sid = ar.add_session(title="deploy")
+        ar.add_message(sid, "user", "部署失败了，怎么回滚？")
+        ar.add_openai_message(sid, {"role": "assistant", "content": "...", "reasoning_content": "..."})
+
+Decisions callers rely on:
+
+* Session ids are strings (a uuid4 when none is given).  ``add_message`` and
+  friends create a missing session on the fly (with ``started_at`` = the
+  message's time), so an agent can append without a setup call;
+  ``add_session`` refuses an id that already exists.
+* Message ids are integers that grow with every append and are never reused.
+* Input is validated before anything is written (records.py): a bad value
+  raises :class:`InputError` and writes nothing of that call.
+* ``extension=True`` loads cjk_unicode61 if this host can; if it cannot (or
+  with ``extension=False``) the archive works exactly as on such a host: the
+  cjk index, if the archive has one, goes stale and is not served, writes go
+  on, and the index catches up incrementally once the extension is back
+  (``auto_catch_up`` at open when the backlog is small, else ``catch_up()``).
+* ``indexes``: for a new archive the routes to build (default: cjk,
+  unicode61, trigram; unicode61 is required).  For an existing archive None
+  means "as configured"; a given set adds missing indexes (filled by
+  catch-up) and refuses to silently drop existing ones — use
+  :meth:`Archive.drop_index`.
+* ``bulk_import`` commits one transaction per batch and inserts each batch
+  with a single statement (see ``_stage``); a crash loses at most the batch
+  in flight, never half of one.
+* ``integrity_check`` runs FTS5's 'integrity-check', which reads the whole
+  index and holds the write lock meanwhile: a maintenance call, not a health
+  probe for every open.
+* An ``Archive`` may be shared between threads (calls are serialized by a
+  lock); for parallel reads open one ``Archive`` per thread.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+import warnings
+
+import apsw
+
+from . import indexing, records
+from .db import connect, immediate, use_wal
+from .errors import CjkTokenizerError, ExtensionError
+from .loader import load
+from .records import InputError
+from .schema import (
+    BASE_DDL,
+    DEFAULT_ROUTES,
+    FTS_COLUMNS,
+    FTS_INDEXES,
+    REQUIRED_ROUTES,
+    SCHEMA_VERSION,
+)
+
+__all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
+
+Progress = indexing.Progress
+
+
+class ArchiveError(CjkTokenizerError):
+    """The file is not an archive this version can open, or an index operation is impossible here."""
+
+
+_UNSET = object()
+# bulk_import commits early when a batch holds this much text, so a run of huge
+# tool outputs does not pile up in memory (and in one transaction).
+BULK_BATCH_CHARS = 64 * 2**20
+_MSG_COLS = "id, session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata"
+_INSERT_MSG = (
+    "INSERT INTO messages(session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, "
+    "timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_active"
+
+
+def _maybe_json(value):
+    """Parse JSON text written by the archive; anything else comes back as stored."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            pass
+    return value
+
+
+def _message(row) -> dict:
+    keys = ("id", "session_id", "role", "content", "reasoning", "tool_name", "tool_calls",
+            "tool_call_id", "timestamp", "metadata")
+    out = dict(zip(keys, row))
+    out["tool_calls"] = _maybe_json(out["tool_calls"])
+    out["metadata"] = _maybe_json(out["metadata"]) or {}
+    return out
+
+
+def _session(row) -> dict:
+    keys = ("id", "title", "source", "started_at", "metadata", "message_count", "last_active")
+    out = dict(zip(keys, row))
+    out["metadata"] = _maybe_json(out["metadata"]) or {}
+    return out
+
+
+def _check_routes(indexes) -> tuple[str, ...]:
+    if isinstance(indexes, str):
+        raise ValueError(f"indexes must be a collection of route names, e.g. ({indexes!r},)")
+    routes = tuple(dict.fromkeys(indexes))
+    unknown = [r for r in routes if r not in FTS_INDEXES]
+    if unknown:
+        raise ValueError(f"unknown index {unknown[0]!r}; known: {', '.join(FTS_INDEXES)}")
+    missing = REQUIRED_ROUTES.difference(routes)
+    if missing:
+        raise ValueError(f"indexes must include {', '.join(sorted(missing))} (the word route every query can use)")
+    return routes
+
+
+class Archive:
+    """A session archive in the SQLite file ``path`` (see the module doc).
+
+    extension      load cjk_unicode61 if this host can (a RuntimeWarning and
+                   ``extension_error`` say why not); False acts as a host that
+                   cannot.
+    indexes        routes to build for a new archive / to add to an existing
+                   one (see the module doc); None: default or as configured.
+    busy_timeout   seconds to wait for another writer's lock.
+    synchronous    SQLite's PRAGMA synchronous (see db.connect).
+    auto_catch_up  at open, bring stale/new indexes up to date if no more
+                   than this many rows are behind (0: never; then call
+                   catch_up()).  Larger backlogs are left for an explicit,
+                   chunked catch_up() so opening never blocks for long.
+    """
+
+    def __init__(self, path, *, extension=True, indexes=None, busy_timeout: float = 10.0,
+                 synchronous: str = "NORMAL", auto_catch_up: int = 10_000):
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous)
+        except apsw.NotADBError:
+            raise ArchiveError(f"{self.path} is not a SQLite database") from None
+        self.extension_loaded = False
+        self.extension_error: str | None = "not requested (extension=False)"
+        try:
+            try:
+                self._check_file()
+            except apsw.NotADBError:
+                raise ArchiveError(f"{self.path} is not a SQLite database") from None
+            use_wal(self._conn)
+            if extension:
+                try:
+                    load(self._conn)
+                    self.extension_loaded, self.extension_error = True, None
+                except ExtensionError as exc:
+                    self.extension_error = str(exc)
+                    warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 2)
+            self._open_schema(None if indexes is None else _check_routes(indexes))
+            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded)
+            if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
+                self.catch_up()
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def conn(self) -> apsw.Connection:
+        """The underlying APSW connection (for read queries the API does not cover)."""
+        return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _check_file(self) -> None:
+        """Refuse, before changing anything in it, a file that is not an archive we can read."""
+        conn = self._conn
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            others = conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            ).fetchall()
+            if others:
+                raise ArchiveError(f"{self.path} is a SQLite database but not a cjk_tokenizer archive "
+                                   f"(it has tables such as {others[0][0]!r})")
+        elif version != SCHEMA_VERSION:
+            raise ArchiveError(
+                f"{self.path} has schema version {version}; this cjk_tokenizer reads version {SCHEMA_VERSION}"
+            )
+
+    def _open_schema(self, indexes) -> None:
+        conn = self._conn
+        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+            with immediate(conn):
+                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # nobody beat us to it
+                    self._create(indexes or DEFAULT_ROUTES)
+                    return
+        if indexes is None:
+            return
+        have = set(indexing.states(conn))
+        extra = have.difference(indexes)
+        if extra:
+            raise ArchiveError(
+                f"the archive also has the {', '.join(sorted(extra))} index(es), not in indexes=; "
+                "dropping one is explicit: call Archive.drop_index(route)"
+            )
+        for route in indexes:
+            if route not in have:
+                self.add_index(route)
+
+    def _create(self, routes) -> None:
+        conn = self._conn
+        self._check_file()  # again, inside the write transaction
+        for ddl in BASE_DDL:
+            conn.execute(ddl)
+        for route in routes:
+            indexing.create_index(conn, route, extension_loaded=self.extension_loaded, empty_table=True)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # ------------------------------------------------------------------ writing
+
+    def add_session(self, session_id=None, *, title=None, source=None, started_at=None, metadata=None) -> str:
+        """Create a session and return its id (a new uuid4 string if none is given)."""
+        sid = str(uuid.uuid4()) if session_id is None else records.ident(session_id, "session_id")
+        row = (sid, records.text(title, "title"), records.text(source, "source"),
+               records.timestamp(started_at, "started_at"),
+               records.metadata_(metadata))
+        with self._lock, immediate(self._conn):
+            try:
+                self._conn.execute("INSERT INTO sessions(id, title, source, started_at, metadata) "
+                                   "VALUES (?, ?, ?, ?, ?)", row)
+            except apsw.ConstraintError:
+                raise InputError(f"session {sid!r} already exists") from None
+        return sid
+
+    def update_session(self, session_id, *, title=_UNSET, source=_UNSET, metadata=_UNSET) -> bool:
+        """Change a session's title, source or metadata; False if there is no such session."""
+        sets, args = [], []
+        for name, value in (("title", title), ("source", source)):
+            if value is not _UNSET:
+                sets.append(f"{name} = ?")
+                args.append(records.text(value, name))
+        if metadata is not _UNSET:
+            sets.append("metadata = ?")
+            args.append(records.metadata_(metadata))
+        if not sets:
+            return self.session(session_id) is not None
+        with self._lock, immediate(self._conn):
+            self._conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*args, session_id))
+            return self._conn.changes() > 0
+
+    def _write(self, work):
+        """Run ``work()`` in one write transaction and return its result.
+
+        On a host without the extension, a writer elsewhere may finish a
+        catch-up and install live triggers into the cjk table while this
+        archive is open; our next write then fails to compile them ("no such
+        tokenizer").  Nothing was written (the transaction rolled back), so we
+        switch the index back to stale and run the work once more.
+        """
+        with self._lock:
+            try:
+                with immediate(self._conn):
+                    return work()
+            except apsw.SQLError as exc:
+                if self.extension_loaded or "no such tokenizer" not in str(exc):
+                    raise
+            indexing.reconcile(self._conn, extension_loaded=False)
+            with immediate(self._conn):
+                return work()
+
+    def _ensure_session(self, sid: str, started_at: float) -> None:
+        self._conn.execute("INSERT OR IGNORE INTO sessions(id, started_at) VALUES (?, ?)", (sid, started_at))
+
+    def _insert(self, sid: str, row: tuple) -> int:
+        self._ensure_session(sid, row[6])
+        self._conn.execute(_INSERT_MSG, (sid, *row))
+        return self._conn.last_insert_rowid()
+
+    def add_message(self, session_id, role, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
+                    tool_call_id=None, timestamp=None, metadata=None) -> int:
+        """Append one message and return its id.
+
+        ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
+        or JSON text; ``timestamp`` seconds since the epoch or a datetime
+        (default: now).  The session is created if it does not exist.
+        """
+        sid = records.ident(session_id, "session_id")
+        row = records.message_row(role, content, reasoning=reasoning, tool_name=tool_name, tool_calls=tool_calls,
+                                  tool_call_id=tool_call_id, timestamp_=timestamp, metadata=metadata)
+        return self._write(lambda: self._insert(sid, row))
+
+    def add_openai_message(self, session_id, msg: dict) -> int:
+        """Append an OpenAI-style message dict (see records.py for what is accepted)."""
+        sid = records.ident(session_id, "session_id")
+        row = records.openai_row(msg)
+        return self._write(lambda: self._insert(sid, row))
+
+    def add_messages(self, session_id, messages) -> list[int]:
+        """Append OpenAI-style message dicts in one transaction; all or nothing."""
+        sid = records.ident(session_id, "session_id")
+        rows = []
+        for i, msg in enumerate(messages):
+            try:
+                rows.append(records.openai_row(msg))
+            except InputError as exc:
+                raise InputError(f"message #{i}: {exc}") from None
+        return self._write(lambda: [self._insert(sid, row) for row in rows])
+
+    def bulk_import(self, messages, *, session_id=None, batch_size: int = 2000, progress=None) -> int:
+        """Append many OpenAI-style dicts fast: one transaction per batch.
+
+        A batch is ``batch_size`` messages, or fewer once it holds
+        BULK_BATCH_CHARS characters of text (huge tool outputs).
+
+        Each dict names its session in ``"session_id"`` (or ``session_id=``
+        applies to those that do not).  After each committed batch
+        ``progress(committed_so_far)`` is called.  Returns the number of
+        messages committed.  On a bad record an :class:`InputError` says which
+        one; the batches before it are committed (``exc.committed`` counts
+        them), the batch holding it is not.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        default_sid = None if session_id is None else records.ident(session_id, "session_id")
+        committed = 0
+        batch: list[tuple] = []
+        chars = 0
+
+        def flush():
+            nonlocal committed, chars
+            self._write(lambda: self._stage(batch))
+            committed += len(batch)
+            batch.clear()
+            chars = 0
+            if progress is not None:
+                progress(committed)
+
+        for i, msg in enumerate(messages):
+            try:
+                if not isinstance(msg, dict):
+                    raise InputError(f"a message must be a dict, not {type(msg).__name__}")
+                sid = msg.get("session_id", default_sid)
+                if sid is None:
+                    raise InputError("no session_id in the record and no session_id= given")
+                batch.append((records.ident(sid, "session_id"), *records.openai_row(msg)))
+            except InputError as exc:
+                err = InputError(f"record #{i}: {exc} ({committed} messages committed before it)")
+                err.committed = committed
+                raise err from None
+            chars += sum(len(v) for v in batch[-1][2:6] if v)
+            if len(batch) >= batch_size or chars >= BULK_BATCH_CHARS:
+                flush()
+        if batch:
+            flush()
+        return committed
+
+    def _stage(self, batch) -> None:
+        """Insert a batch with ONE statement, from a temp staging table.
+
+        Measured with all three indexes (SQLite 3.54, 5 MB corpus): one
+        INSERT ... SELECT per batch is about 1.8x faster than one INSERT per
+        row in the same transaction (same resulting index structure, so the
+        cost is per statement, not per segment).  It is within ~10% of bypassing
+        the triggers and inserting into the FTS tables directly, without the
+        schema changes that would take: the triggers still do the index work,
+        so live and pending indexes are handled alike.
+        """
+        conn = self._conn
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS bulk_staging (seq INTEGER PRIMARY KEY, session_id, role, content, "
+            "reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata)"
+        )
+        first_seen: dict = {}
+        for row in batch:
+            first_seen.setdefault(row[0], row[7])
+        conn.executemany("INSERT OR IGNORE INTO sessions(id, started_at) VALUES (?, ?)", first_seen.items())
+        cols = "session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata"
+        try:
+            conn.executemany(f"INSERT INTO temp.bulk_staging({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
+            conn.execute(f"INSERT INTO messages({cols}) SELECT {cols} FROM temp.bulk_staging ORDER BY seq")
+        finally:
+            conn.execute("DELETE FROM temp.bulk_staging")
+
+    def update_message(self, message_id: int, *, content=_UNSET, reasoning=_UNSET, tool_name=_UNSET,
+                       tool_calls=_UNSET, timestamp=_UNSET, metadata=_UNSET) -> bool:
+        """Change fields of a message (indexes follow); False if there is no such message."""
+        sets, args = [], []
+        for name, value in (("content", content), ("reasoning", reasoning), ("tool_name", tool_name)):
+            if value is not _UNSET:
+                sets.append(f"{name} = ?")
+                args.append(records.text(value, name))
+        if tool_calls is not _UNSET:
+            sets.append("tool_calls = ?")
+            args.append(records.json_text(tool_calls, "tool_calls"))
+        if timestamp is not _UNSET:
+            sets.append("timestamp = ?")
+            args.append(records.timestamp(timestamp, default_now=False))
+        if metadata is not _UNSET:
+            sets.append("metadata = ?")
+            args.append(records.metadata_(metadata))
+        if not sets:
+            return self.get_message(message_id) is not None
+        def update():
+            self._conn.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, int(message_id)))
+            return self._conn.changes() > 0
+
+        return self._write(update)
+
+    def delete_message(self, message_id: int) -> bool:
+        """Delete one message (and its index entries); False if there was none."""
+        def delete():
+            self._conn.execute("DELETE FROM messages WHERE id = ?", (int(message_id),))
+            return self._conn.changes() > 0
+
+        return self._write(delete)
+
+    def delete_session(self, session_id) -> int:
+        """Delete a session and all its messages; returns how many messages went."""
+        def delete():
+            n = self._conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]
+            self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return int(n)
+
+        return self._write(delete)
+
+    # ------------------------------------------------------------------ reading
+
+    def get_message(self, message_id: int) -> dict | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (int(message_id),)).fetchone()
+        return None if row is None else _message(row)
+
+    def messages_of(self, session_id, *, after_id=None, before_id=None, limit=None, order: str = "asc") -> list[dict]:
+        """A session's messages by id: those with after_id < id < before_id, ``limit`` of them.
+
+        ``order="asc"`` gives the first ones oldest first; ``"desc"`` the last
+        ones newest first (e.g. the tail of a session).
+        """
+        if order not in ("asc", "desc"):
+            raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+        where, args = ["session_id = ?"], [session_id]
+        if after_id is not None:
+            where.append("id > ?")
+            args.append(int(after_id))
+        if before_id is not None:
+            where.append("id < ?")
+            args.append(int(before_id))
+        sql = f"SELECT {_MSG_COLS} FROM messages WHERE {' AND '.join(where)} ORDER BY id {order.upper()}"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        with self._lock:
+            return [_message(r) for r in self._conn.execute(sql, args)]
+
+    def session(self, session_id) -> dict | None:
+        """A session with its message_count and last_active time, or None."""
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else _session(row)
+
+    def sessions(self, *, limit=None, offset: int = 0) -> list[dict]:
+        """Sessions, most recently active first (those with no messages last)."""
+        sql = f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_active DESC, started_at DESC, id"
+        args: list = []
+        if limit is not None:
+            sql += " LIMIT ? OFFSET ?"
+            args = [int(limit), int(offset)]
+        elif offset:
+            sql += " LIMIT -1 OFFSET ?"
+            args = [int(offset)]
+        with self._lock:
+            return [_session(r) for r in self._conn.execute(sql, args)]
+
+    def count_messages(self, session_id=None) -> int:
+        with self._lock:
+            if session_id is None:
+                return int(self._conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+            return int(self._conn.execute("SELECT count(*) FROM messages WHERE session_id = ?",
+                                          (session_id,)).fetchone()[0])
+
+    def count_sessions(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    # ------------------------------------------------------------------ search (search.py)
+
+    def search(self, query, *, include_reasoning=False, roles=None, session_id=None, after=None, before=None,
+               sort="relevance", limit=20, route=None, **options):
+        """Find messages; see search.py for the query language, filters and Hit fields.
+
+        Only live indexes this host can tokenize are used (``live_indexes()``,
+        read afresh on every call); ``options`` go to search.run_search as is.
+        """
+        from .search import run_search
+
+        with self._lock:
+            return run_search(self._conn, query, live_indexes=self.live_indexes(),
+                              include_reasoning=include_reasoning, roles=roles, session_id=session_id,
+                              after=after, before=before, sort=sort, limit=limit, route=route, **options)
+
+    def explain(self, query, **options) -> dict:
+        """Which route(s) would serve ``query`` on this archive now, and why."""
+        from .search import explain
+
+        return explain(query, self.live_indexes(), **options)
+
+    # ------------------------------------------------------------------ indexes
+
+    def _available(self, route: str) -> bool:
+        return indexing.tokenizer_available(route, self.extension_loaded)
+
+    def live_indexes(self) -> set[str]:
+        """Routes that may be served now: live, and their tokenizer is registered here."""
+        with self._lock:
+            return {r for r, (s, _) in indexing.states(self._conn).items() if s == "live" and self._available(r)}
+
+    def index_status(self) -> dict[str, dict]:
+        """Per configured index: exists, status, served, behind (rows to index), indexed_upto, backlog."""
+        out = {}
+        with self._lock:
+            conn = self._conn
+            for route, (status, upto) in indexing.states(conn).items():
+                table = FTS_INDEXES[route][0]
+                exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
+                backlog = conn.execute("SELECT count(*) FROM fts_backlog WHERE route = ?", (route,)).fetchone()[0]
+                out[route] = {
+                    "exists": exists,
+                    "status": status,
+                    "served": status == "live" and self._available(route),
+                    "tokenizer_available": self._available(route),
+                    "behind": indexing.behind(conn, route),
+                    "indexed_upto": upto,
+                    "backlog": int(backlog),
+                }
+        return out
+
+    def _behind_total(self, cap: int) -> int:
+        return sum(indexing.behind(self._conn, r, cap=cap) for r, (s, _) in indexing.states(self._conn).items()
+                   if s in ("stale", "building") and self._available(r))
+
+    def catch_up_iter(self, route=None, *, chunk: int = 1000, target_seconds: float | None = 0.25):
+        """Yield a :class:`Progress` after each committed chunk of catch-up work.
+
+        Covers ``route`` or every stale/building index this host can tokenize.
+        Stop iterating whenever you like: finished chunks stay, and the next
+        call resumes.  Each chunk starts at ``chunk`` rows and adapts to take
+        about ``target_seconds`` (None keeps it fixed).  Not to be shared
+        between threads while running.
+        """
+        routes = self._catchable(route)
+        for r in routes:
+            yield from indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
+
+    def _catchable(self, route) -> list[str]:
+        st = indexing.states(self._conn)
+        if route is not None:
+            if route not in st:
+                raise ArchiveError(f"the archive has no {route!r} index")
+            if not self._available(route):
+                raise ArchiveError(f"cannot index {route!r} here: {self.extension_error}")
+            return [route]
+        return [r for r, (s, _) in st.items() if s in ("stale", "building") and self._available(r)]
+
+    def _drive(self, steps, progress) -> bool:
+        for p in steps:
+            if progress is not None and progress(p) is False:
+                return False
+        return True
+
+    def catch_up(self, progress=None, *, route=None, chunk: int = 1000,
+                 target_seconds: float | None = 0.25) -> bool:
+        """Bring stale/building indexes up to date incrementally, in committed chunks.
+
+        ``progress(Progress)`` is called after each chunk; returning False stops
+        (resume with another call).  KeyboardInterrupt is safe too.  Returns True
+        when every index this host can tokenize is live.
+        """
+        with self._lock:
+            if not self._drive(self.catch_up_iter(route, chunk=chunk, target_seconds=target_seconds), progress):
+                return False
+            return all(v["status"] == "live" for v in self.index_status().values() if v["tokenizer_available"])
+
+    def rebuild(self, route=None, progress=None, *, restart: bool = False, chunk: int = 1000,
+                target_seconds: float | None = 0.25) -> bool:
+        """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
+
+        An index already 'building' (an interrupted rebuild, a new index)
+        continues where it stopped unless ``restart=True``.  Progress and
+        stopping work as in :meth:`catch_up`.
+        """
+        with self._lock:
+            st = indexing.states(self._conn)
+            routes = [route] if route is not None else [r for r in st if self._available(r)]
+            for r in routes:
+                self._catchable(r)  # checks it exists and can be tokenized here
+                if restart or st[r][0] != "building":
+                    indexing.start_rebuild(self._conn, r)
+            for r in routes:
+                steps = indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
+                if not self._drive(steps, progress):
+                    return False
+            return True
+
+    def add_index(self, route: str) -> None:
+        """Add an index to this archive; it is filled by catch_up()/rebuild() (or auto_catch_up at open)."""
+        if route not in FTS_INDEXES:
+            raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
+        with self._lock, immediate(self._conn):
+            if route in indexing.states(self._conn):
+                return
+            empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
+            indexing.create_index(self._conn, route, extension_loaded=self.extension_loaded, empty_table=empty)
+
+    def drop_index(self, route: str) -> None:
+        """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""
+        if route in REQUIRED_ROUTES:
+            raise ArchiveError(f"the {route} index is required and cannot be dropped")
+        with self._lock:
+            if route not in indexing.states(self._conn):
+                return
+            if not self._available(route):
+                raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
+                                   f"({self.extension_error})")
+            with immediate(self._conn):
+                indexing.drop_index(self._conn, route)
+
+    def integrity_check(self) -> dict[str, str]:
+        """'ok', an error, or 'skipped: …' per index, plus 'database' (PRAGMA quick_check)."""
+        out = {}
+        with self._lock:
+            for route, (status, _) in indexing.states(self._conn).items():
+                if status == "absent":
+                    out[route] = "skipped: no table"
+                elif not self._available(route):
+                    out[route] = f"skipped: tokenizer unavailable ({self.extension_error})"
+                else:
+                    out[route] = indexing.integrity_check(self._conn, route, status)
+            try:
+                rows = [r[0] for r in self._conn.execute("PRAGMA quick_check")]
+                out["database"] = "ok" if rows == ["ok"] else "; ".join(map(str, rows))
+            except apsw.Error as exc:
+                out["database"] = f"{type(exc).__name__}: {exc}"
+        return out
+
+    def index_sizes(self) -> dict[str, int]:
+        """Bytes on disk per existing index (FTS5 shadow tables), plus 'text': bytes of indexed text."""
+        with self._lock:
+            sizes = indexing.index_sizes(self._conn)
+            cols = " + ".join(f"coalesce(octet_length({c}), 0)" for c in FTS_COLUMNS)
+            sizes["text"] = int(self._conn.execute(f"SELECT coalesce(sum({cols}), 0) FROM messages").fetchone()[0])
+        return sizes

@@ -1,0 +1,355 @@
+"""Keeping the FTS indexes in step with the messages table.
+
+The states and the invariant they rest on are described in schema.py ("Index
+states").  This module moves indexes between them:
+
+* ``reconcile`` (at open): an index whose tokenizer this connection lacks is
+  switched from live to stale — its triggers are replaced by pending triggers
+  that never touch the FTS table — and a configured index whose table is
+  missing is created empty when the tokenizer is here.
+* ``catch_up_steps``: brings a stale/building index to live in chunks, one
+  committed transaction each, so a long catch-up holds the write lock only
+  briefly, shows progress, and can stop anywhere and resume later.  It first
+  replays the backlog (delete what was indexed, insert what is there now),
+  then indexes rows above the watermark; the last step switches to live
+  triggers in the same transaction that sees nothing left to do.
+* ``start_rebuild``: empties an index ('delete-all') and sets it building
+  from watermark 0; ``catch_up_steps`` then fills it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import apsw
+
+from .db import immediate
+from .schema import (
+    EXTENSION_ROUTES,
+    FTS_COLUMNS,
+    FTS_INDEXES,
+    MESSAGES,
+    fts_ddl,
+    fts_shadow_tables,
+    fts_table,
+    live_triggers,
+    pending_triggers,
+    trigger_names,
+)
+
+_COLS = ", ".join(FTS_COLUMNS)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One committed step of a catch-up or rebuild.
+
+    ``done`` counts rows handled so far in this run, ``behind`` the rows still
+    to do after this step (``done + behind`` is the current total; it grows if
+    other writers add rows meanwhile; rows others delete meanwhile are counted
+    until the end).  ``phase`` is "backlog" (replaying
+    changes), "append" (indexing rows above the watermark) or "live" (the
+    index is complete and served from now on).
+    """
+
+    route: str
+    phase: str
+    done: int
+    behind: int
+    indexed_upto: int
+
+
+def tokenizer_available(route: str, extension_loaded: bool) -> bool:
+    return extension_loaded or route not in EXTENSION_ROUTES
+
+
+def states(conn) -> dict[str, tuple[str, int]]:
+    """route -> (status, indexed_upto), for every configured index."""
+    return {r: (s, int(w)) for r, s, w in conn.execute("SELECT route, status, indexed_upto FROM index_state")}
+
+
+def _table_exists(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
+def _set_state(conn, route: str, status: str, upto: int | None = None) -> None:
+    if upto is None:
+        conn.execute("UPDATE index_state SET status = ?, updated_at = ? WHERE route = ?", (status, time.time(), route))
+    else:
+        conn.execute(
+            "UPDATE index_state SET status = ?, indexed_upto = ?, updated_at = ? WHERE route = ?",
+            (status, int(upto), time.time(), route),
+        )
+
+
+def _max_id(conn) -> int:
+    return int(conn.execute(f"SELECT coalesce(max(id), 0) FROM {MESSAGES}").fetchone()[0])
+
+
+def _wanted_triggers(route: str, status: str) -> tuple[str, ...]:
+    if status == "live":
+        return live_triggers(route)
+    if status in ("stale", "building"):
+        return pending_triggers(route)
+    return ()  # absent: no table, nothing to keep in step
+
+
+def _triggers_ok(conn, route: str, status: str) -> bool:
+    have = {
+        name: sql
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN (?, ?, ?)", trigger_names(route)
+        )
+    }
+    want = dict(zip(trigger_names(route), _wanted_triggers(route, status)))
+    return have == want
+
+
+def _set_triggers(conn, route: str, status: str) -> None:
+    """Make the route's triggers those its status calls for (inside a transaction)."""
+    if _triggers_ok(conn, route, status):
+        return  # a schema change invalidates every connection's statements: avoid needless ones
+    for name in trigger_names(route):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    for sql in _wanted_triggers(route, status):
+        conn.execute(sql)
+
+
+def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool) -> None:
+    """Configure ``route`` on this archive (inside a transaction).
+
+    Without its tokenizer the index is recorded 'absent'.  Otherwise the table
+    is created empty: live at once if there are no messages, else building.
+    """
+    if route not in FTS_INDEXES:
+        raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
+    conn.execute(
+        "INSERT OR IGNORE INTO index_state(route, status, indexed_upto, updated_at) VALUES (?, 'absent', 0, ?)",
+        (route, time.time()),
+    )
+    if not tokenizer_available(route, extension_loaded):
+        return
+    table = fts_table(route)
+    if _table_exists(conn, table):
+        # Whatever it holds is unaccounted for; the watermark below says "nothing".
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+    else:
+        conn.execute(fts_ddl(route))
+    conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
+    status = "live" if empty_table else "building"
+    _set_state(conn, route, status, 0)
+    _set_triggers(conn, route, status)
+
+
+def drop_index(conn, route: str) -> None:
+    """Remove an index and its bookkeeping (inside a transaction)."""
+    for name in trigger_names(route):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    if _table_exists(conn, fts_table(route)):
+        conn.execute(f"DROP TABLE {fts_table(route)}")
+    conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
+    conn.execute("DELETE FROM index_state WHERE route = ?", (route,))
+
+
+def _needs_change(conn, route: str, status: str, available: bool) -> bool:
+    exists = _table_exists(conn, fts_table(route))
+    if not available:
+        if not exists:
+            return status != "absent" or not _triggers_ok(conn, route, "absent")
+        return status == "live" or not _triggers_ok(conn, route, status)
+    if not exists or status == "absent":
+        return True
+    return not _triggers_ok(conn, route, status)
+
+
+def reconcile(conn, *, extension_loaded: bool) -> list[str]:
+    """Bring every configured index in line with what this connection can do.
+
+    Returns the routes that were switched from live to stale.  Done in one
+    write transaction, and only when something has to change: a schema change
+    makes every other connection re-prepare its statements.
+    """
+    def todo():
+        return [
+            (route, status)
+            for route, (status, _) in states(conn).items()
+            if _needs_change(conn, route, status, tokenizer_available(route, extension_loaded))
+        ]
+
+    if not todo():
+        return []
+    went_stale = []
+    with immediate(conn):
+        empty = _max_id(conn) == 0
+        for route, status in todo():  # again, now that we hold the write lock
+            available = tokenizer_available(route, extension_loaded)
+            exists = _table_exists(conn, fts_table(route))
+            if not available and not exists:
+                _set_state(conn, route, "absent", 0)
+                _set_triggers(conn, route, "absent")
+            elif not available:
+                if status == "live":
+                    # Everything up to here is indexed; later rows are simply above the mark.
+                    _set_state(conn, route, "stale", _max_id(conn))
+                    status = "stale"
+                    went_stale.append(route)
+                _set_triggers(conn, route, status)
+            elif not exists or status == "absent":
+                create_index(conn, route, extension_loaded=extension_loaded, empty_table=empty)
+            else:
+                _set_triggers(conn, route, status)
+    return went_stale
+
+
+def _count_above(conn, upto: int, cap: int | None) -> int:
+    # Counting walks the table's leaf pages from the watermark on; ``cap``
+    # bounds that walk when the caller only needs to know "more than cap?".
+    if cap is None:
+        return int(conn.execute(f"SELECT count(*) FROM {MESSAGES} WHERE id > ?", (upto,)).fetchone()[0])
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {MESSAGES} WHERE id > ? LIMIT ?)"
+    return int(conn.execute(sql, (upto, cap + 1)).fetchone()[0])
+
+
+def behind(conn, route: str, *, cap: int | None = None) -> int:
+    """Rows still to (re)index before ``route`` is complete (0 when live).
+
+    With ``cap``, counting stops past ``cap`` rows (the result is then cap + 1
+    or more): cheap even when a huge archive is far behind.
+    """
+    st = states(conn).get(route)
+    if st is None or st[0] == "live":
+        return 0
+    status, upto = st
+    if status == "absent":
+        return _count_above(conn, 0, cap)
+    backlog = conn.execute("SELECT count(*) FROM fts_backlog WHERE route = ?", (route,)).fetchone()[0]
+    return int(backlog) + _count_above(conn, upto, cap)
+
+
+def start_rebuild(conn, route: str) -> None:
+    """Empty the index and mark it building from watermark 0 (one transaction)."""
+    table = fts_table(route)
+    with immediate(conn):
+        if not _table_exists(conn, table):
+            conn.execute(fts_ddl(route))
+        conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+        conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
+        _set_state(conn, route, "building", 0)
+        _set_triggers(conn, route, "building")
+
+
+def _replay_backlog(conn, route: str, limit: int) -> int:
+    table = fts_table(route)
+    # Streamed, not fetched: old values can be large (tool output) and many.
+    rows = conn.execute(
+        f"SELECT msg_id, indexed, {_COLS} FROM fts_backlog WHERE route = ? ORDER BY msg_id LIMIT ?", (route, limit)
+    )
+    count, last = 0, None
+    for msg_id, indexed, *old in rows:
+        if indexed:  # exactly the values the index holds for this rowid
+            conn.execute(
+                f"INSERT INTO {table}({table}, rowid, {_COLS}) VALUES ('delete', ?, ?, ?, ?, ?)", (msg_id, *old)
+            )
+        conn.execute(f"INSERT INTO {table}(rowid, {_COLS}) SELECT id, {_COLS} FROM {MESSAGES} WHERE id = ?", (msg_id,))
+        count, last = count + 1, msg_id
+    if count:
+        conn.execute("DELETE FROM fts_backlog WHERE route = ? AND msg_id <= ?", (route, last))
+    return count
+
+
+def _index_above(conn, route: str, upto: int, limit: int) -> tuple[int, int]:
+    table = fts_table(route)
+    row = conn.execute(f"SELECT id FROM {MESSAGES} WHERE id > ? ORDER BY id LIMIT 1 OFFSET ?", (upto, limit - 1)).fetchone()
+    new_upto = int(row[0]) if row else _max_id(conn)
+    if new_upto <= upto:
+        return 0, upto
+    conn.execute(
+        f"INSERT INTO {table}(rowid, {_COLS}) SELECT id, {_COLS} FROM {MESSAGES} WHERE id > ? AND id <= ?",
+        (upto, new_upto),
+    )
+    count = conn.execute(f"SELECT count(*) FROM {MESSAGES} WHERE id > ? AND id <= ?", (upto, new_upto)).fetchone()[0]
+    return int(count), new_upto
+
+
+def catch_up_steps(conn, route: str, *, chunk: int = 1000, target_seconds: float | None = 0.25):
+    """Bring ``route`` to live, yielding a :class:`Progress` after each committed chunk.
+
+    Stop iterating (or raise, e.g. KeyboardInterrupt) at any point: the work
+    committed so far stays, the chunk in flight rolls back, and the next call
+    resumes.  Chunks (``chunk`` rows to start with) adapt so each transaction
+    takes about ``target_seconds`` (None: every chunk is ``chunk`` rows).
+    """
+    done = 0
+    chunk = max(1, int(chunk))
+    # Progress counts rows above the watermark once, then follows along: a
+    # count per chunk would re-walk every remaining row each time.
+    above = _count_above(conn, states(conn)[route][1], None) if states(conn)[route][0] != "live" else 0
+    last_max = _max_id(conn)
+    while True:
+        t0 = time.monotonic()
+        with immediate(conn):
+            status, upto = states(conn)[route]
+            if status == "live":
+                return
+            if status == "absent":
+                raise ValueError(f"index {route} has no table yet: its tokenizer was never available here")
+            n = _replay_backlog(conn, route, chunk)
+            phase = "backlog"
+            if n == 0:
+                phase = "append"
+                n, upto = _index_above(conn, route, upto, chunk)
+                if n:
+                    _set_state(conn, route, status, upto)
+            if n == 0:
+                # Nothing left and we hold the write lock: switch to live triggers atomically.
+                phase = "live"
+                _set_state(conn, route, "live", _max_id(conn))
+                _set_triggers(conn, route, "live")
+        done += n
+        elapsed = time.monotonic() - t0
+        if target_seconds and n and elapsed > 0:
+            chunk = int(min(50_000, max(16, chunk * min(4.0, target_seconds / elapsed))))
+        if phase == "append":
+            above -= n
+        now_max = _max_id(conn)
+        above, last_max = above + max(0, now_max - last_max), now_max  # rows other writers appended meanwhile
+        if phase == "live":
+            left = 0
+        else:  # exact unless rows above the watermark were deleted meanwhile (then an overestimate)
+            left = conn.execute("SELECT count(*) FROM fts_backlog WHERE route = ?", (route,)).fetchone()[0] + above
+        yield Progress(route, phase, done, int(left), upto)
+        if phase == "live":
+            return
+
+
+def integrity_check(conn, route: str, status: str) -> str:
+    """'ok' or the error FTS5's integrity-check reports for ``route``.
+
+    A live index is also checked against the messages table (rank 1); a stale
+    one, which differs from the table by design, only for internal
+    consistency (rank 0).
+    """
+    table = fts_table(route)
+    rank = 1 if status == "live" else 0
+    try:
+        with immediate(conn):
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', ?)", (rank,))
+    except apsw.Error as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "ok"
+
+
+def index_sizes(conn) -> dict[str, int]:
+    """Bytes each existing index occupies on disk (its FTS5 shadow tables)."""
+    out = {}
+    for route in states(conn):
+        tables = [t for t in fts_shadow_tables(route) if _table_exists(conn, t)]
+        if not tables:
+            continue
+        marks = ", ".join("?" for _ in tables)
+        # dbstat counts every page of each table's b-tree; with aggregate=1 one row per table.
+        size = conn.execute(
+            f"SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE aggregate = 1 AND name IN ({marks})", tables
+        ).fetchone()[0]
+        out[route] = int(size)
+    return out

@@ -1,0 +1,181 @@
+"""Turning what callers hand the archive into rows it can store.
+
+One job: validate and normalize input *before* any write starts, so a bad
+value raises a clear :class:`InputError` and never leaves half a batch behind.
+
+Decisions (documented here because callers rely on them):
+
+* Text must be ``str`` (or None).  A string SQLite cannot store as UTF-8 —
+  one holding a lone surrogate such as ``"\\ud800"``, which Python allows but
+  UTF-8 cannot encode — is refused with an InputError naming the field and
+  position; nothing is replaced silently.  NUL characters are ordinary text:
+  stored and returned intact.
+* ``tool_calls`` given as a list/dict is stored as JSON text with
+  ``ensure_ascii=False`` so CJK inside arguments stays CJK and is indexed as
+  such; given as a string, it is stored as is.
+* OpenAI-style dicts: ``content`` may be a list of parts; the text parts are
+  joined with newlines and any other parts (images, audio…) are kept in the
+  message's metadata under ``"content_parts"``.  ``reasoning`` and
+  ``reasoning_content`` are both accepted (joined if both are present and
+  differ).  The legacy role ``function`` is stored as ``tool``.  Keys the
+  archive has no column for are kept in metadata, so nothing is dropped.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import time
+
+from .errors import CjkTokenizerError
+from .schema import ROLES
+
+
+class InputError(CjkTokenizerError, ValueError):
+    """A value the archive cannot store as given; nothing was written."""
+
+
+# Keys of an OpenAI-style message dict that map onto columns.
+_KNOWN_KEYS = frozenset({
+    "role", "content", "reasoning", "reasoning_content", "tool_calls", "tool_call_id",
+    "name", "tool_name", "timestamp", "session_id", "metadata",
+})
+
+
+def text(value, field: str):
+    """``value`` as storable text, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{field} must be a str or None, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"{field} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+            "which UTF-8 (and so SQLite) cannot store; decode the source with errors='replace' "
+            "or fix the text"
+        ) from None
+    return value
+
+
+def ident(value, field: str) -> str:
+    """A session id: a non-empty str."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{field} must be a non-empty str, not {value!r}")
+    return text(value, field)
+
+
+def timestamp(value, field: str = "timestamp", *, default_now: bool = True):
+    """Seconds since the epoch (float).  Accepts int/float or datetime.
+
+    A naive datetime is taken as local time (``datetime.timestamp()``'s rule).
+    """
+    if value is None:
+        return time.time() if default_now else None
+    if isinstance(value, bool):
+        raise InputError(f"{field} must be a number or datetime, not bool")
+    if isinstance(value, _dt.datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if not math.isfinite(value):
+            raise InputError(f"{field} must be finite, not {value}")
+        return value
+    raise InputError(f"{field} must be a number (seconds since the epoch) or datetime, not {type(value).__name__}")
+
+
+def json_text(value, field: str):
+    """Lists/dicts as JSON text; strings as they are; None stays None."""
+    if value is None or isinstance(value, str):
+        return text(value, field)
+    try:
+        dumped = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{field} is not JSON-serializable: {exc}") from None
+    return text(dumped, field)
+
+
+def metadata_(value):
+    """A dict of extra fields as JSON text; None or {} store nothing."""
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict):
+        raise InputError(f"metadata must be a dict or None, not {type(value).__name__}")
+    return json_text(value, "metadata")
+
+
+def role(value) -> str:
+    if value not in ROLES:
+        raise InputError(f"role must be one of {', '.join(ROLES)}, not {value!r}")
+    return value
+
+
+def message_row(role_, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
+                tool_call_id=None, timestamp_=None, metadata=None) -> tuple:
+    """The column values (role .. metadata) of one message, validated."""
+    return (
+        role(role_),
+        text(content, "content"),
+        text(reasoning, "reasoning"),
+        text(tool_name, "tool_name"),
+        json_text(tool_calls, "tool_calls"),
+        text(tool_call_id, "tool_call_id"),
+        timestamp(timestamp_),
+        metadata_(metadata),
+    )
+
+
+def _parts_text(parts, extra: dict) -> str | None:
+    texts, others = [], []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text") \
+                and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            others.append(part)
+    if others:
+        extra["content_parts"] = others
+    return "\n".join(texts) if texts else None
+
+
+def openai_row(msg) -> tuple:
+    """The column values of an OpenAI-style message dict (see module doc)."""
+    if not isinstance(msg, dict):
+        raise InputError(f"a message must be a dict, not {type(msg).__name__}")
+    extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS}
+    given_meta = msg.get("metadata")
+    if given_meta is not None:
+        if not isinstance(given_meta, dict):
+            raise InputError("metadata must be a dict")
+        extra = {**given_meta, **extra}
+    role_ = msg.get("role")
+    if role_ == "function":
+        role_ = "tool"
+    if role_ != "tool" and "name" in msg:  # a participant name, not a tool's
+        extra["name"] = msg["name"]
+    content = msg.get("content")
+    if isinstance(content, list):
+        content = _parts_text(content, extra)
+    reasoning = [r for r in (msg.get("reasoning"), msg.get("reasoning_content")) if r is not None]
+    if any(not isinstance(r, str) for r in reasoning):
+        # e.g. structured reasoning details: keep them, index nothing from them
+        extra["reasoning"] = [r for r in reasoning if not isinstance(r, str)]
+        reasoning = [r for r in reasoning if isinstance(r, str)]
+    if len(reasoning) == 2 and reasoning[0] == reasoning[1]:
+        reasoning = reasoning[:1]
+    reasoning_text = "\n\n".join(reasoning) if reasoning else None
+    tool_calls = msg.get("tool_calls")
+    if tool_calls == []:
+        tool_calls = None
+    return message_row(
+        role_, content,
+        reasoning=reasoning_text,
+        tool_name=msg.get("tool_name", msg.get("name") if role_ == "tool" else None),
+        tool_calls=tool_calls,
+        tool_call_id=msg.get("tool_call_id"),
+        timestamp_=msg.get("timestamp"),
+        metadata=extra or None,
+    )

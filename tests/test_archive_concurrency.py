@@ -1,0 +1,117 @@
+"""One writer appending while four readers query, each thread with its own Archive.
+
+What a user relies on: readers never see an error (WAL + busy timeout), a
+message is findable by every live index as soon as its write has returned, and
+afterwards every committed message is there.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _archive_corpus as corpus  # noqa: E402
+
+from cjk_tokenizer.archive import Archive  # noqa: E402
+
+TABLES = {"cjk": "messages_fts_cjk", "unicode61": "messages_fts_u61", "trigram": "messages_fts_tri"}
+RUN_SECONDS = 3.0
+HAVE_SEARCH = importlib.util.find_spec("cjk_tokenizer.search") is not None
+
+
+def rowids(ar, route, query):
+    t = TABLES[route]
+    return {r[0] for r in ar.conn.execute(f"SELECT rowid FROM {t} WHERE {t} MATCH ?", (query,))}
+
+
+def test_one_writer_four_readers(tmp_path):
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.bulk_import(corpus.messages(200, seed=1))
+    committed: list[tuple[int, str]] = [(i + 1, corpus.marker(i)) for i in range(200)]
+    errors: list[BaseException] = []
+    stop = threading.Event()
+    reads = [0] * 4
+
+    def writer():
+        rng = random.Random(2)
+        n = 200
+        try:
+            with Archive(path) as w:
+                while not stop.is_set():
+                    if rng.random() < 0.2:  # now and then a small bulk batch
+                        batch = [corpus.message(rng, n + k, f"s{rng.randrange(5)}") for k in range(20)]
+                        w.bulk_import(batch)
+                        last = w.conn.execute("SELECT max(id) FROM messages").fetchone()[0]  # the only writer
+                        committed.extend((last - 19 + k, corpus.marker(n + k)) for k in range(20))
+                        n += 20
+                    else:
+                        msg = corpus.message(rng, n, f"s{rng.randrange(5)}")
+                        mid = w.add_openai_message(msg["session_id"], msg)
+                        committed.append((mid, corpus.marker(n)))
+                        n += 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    def reader(k):
+        rng = random.Random(100 + k)
+        try:
+            with Archive(path) as r:
+                while not stop.is_set():
+                    mid, mark = committed[rng.randrange(len(committed))]  # committed before we look
+                    route = rng.choice(sorted(TABLES))
+                    found = rowids(r, route, f'"{mark}"')
+                    assert found == {mid}, (route, mark, mid, found)
+                    assert r.get_message(mid)["content"].count(mark) == 1
+                    r.messages_of(f"s{rng.randrange(5)}", limit=5, order="desc")
+                    r.sessions(limit=3)
+                    if HAVE_SEARCH and rng.random() < 0.3:
+                        r.search(rng.choice(["部署", "rollback", "サーバー", "서버", mark]), limit=5)
+                    reads[k] += 1
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(RUN_SECONDS)
+    stop.set()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    assert min(reads) > 0 and len(committed) > 250, (reads, len(committed))
+
+    with Archive(path) as ar:
+        assert ar.count_messages() == len(committed)
+        for mid, mark in committed:
+            for route in TABLES:
+                assert rowids(ar, route, f'"{mark}"') == {mid}, (route, mark)
+        assert ar.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+
+
+def test_one_archive_shared_between_threads(tmp_path):
+    """Calls on one Archive from several threads are serialized, not an error."""
+    errors = []
+    with Archive(tmp_path / "a.db") as ar:
+        def work(k):
+            try:
+                for i in range(100):
+                    mid = ar.add_message(f"t{k}", "user", f"线程 thread{k}x{i}q")
+                    assert ar.get_message(mid)["session_id"] == f"t{k}"
+                    ar.messages_of(f"t{k}", limit=3, order="desc")
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert ar.count_messages() == 400
+        assert [s["message_count"] for s in ar.sessions()] == [100] * 4
