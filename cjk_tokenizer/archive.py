@@ -520,6 +520,20 @@ class Archive:
 
         return explain(query, self.live_indexes(), **options)
 
+    def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
+                       include_reasoning=False, roles=None, after=None, before=None, sort=None,
+                       exclude_session_ids=None) -> dict:
+        """The agents' tool: discovery, scroll, read or browse, inferred from the arguments.
+
+        Returns a JSON-serializable dict; errors come back inside it, never as
+        exceptions (see session_search.py for the shapes and limits).
+        """
+        from .session_search import session_search
+
+        return session_search(self, query=query, session_id=session_id, around_message_id=around_message_id,
+                              window=window, limit=limit, include_reasoning=include_reasoning, roles=roles,
+                              after=after, before=before, sort=sort, exclude_session_ids=exclude_session_ids)
+
     # ------------------------------------------------------------------ indexes
 
     def _available(self, route: str) -> bool:

@@ -1,0 +1,664 @@
+"""``session_search``: one call, four shapes, for an agent looking through its own archive.
+
+The shape (``mode``) is inferred from the arguments, first match wins:
+
+============  ==========================================  ====================================
+mode          arguments                                   returns
+============  ==========================================  ====================================
+scroll        ``around_message_id`` (``session_id``       the anchor and ``window`` messages
+              optional: taken from the message)           before/after it; next/prev anchors
+discovery     ``query`` (``session_id`` narrows it to     up to ``limit`` sessions, best hit
+              one session)                                first: snippet, where it matched,
+                                                          messages around it, session bookends
+read          ``session_id`` only                         the whole session, or its first 20
+                                                          and last 10 messages (``truncated``)
+browse        none of the above                           recent sessions: title, preview,
+                                                          times, message count
+============  ==========================================  ====================================
+
+So scroll beats query: a call with both ``query`` and ``around_message_id``
+scrolls (``ignored_arguments`` says the query was not used).
+
+What comes back is stored messages verbatim -- nothing is summarised.  The
+only change is cutting: a message field longer than its budget keeps that
+many characters and says how much went, e.g. ``[… 12,345 more characters
+cut]`` (``cut`` gives the numbers).  Budgets (characters per field of a
+message; content, reasoning and tool_calls are budgeted separately):
+
+* ``HIT_CHARS`` for the hit message in discovery (the kept part is centred on
+  the match) and for every message in scroll and read;
+* ``CONTEXT_CHARS`` for the other messages around a hit in discovery;
+* ``BOOKEND_CHARS`` for the head/tail bookends in discovery;
+* ``PREVIEW_CHARS`` for a session's preview in browse.
+
+Said versus thought: ``matched_in`` lists the columns a hit matched in
+(content, reasoning, tool_name, tool_calls); ``where`` is the plain-language
+label of the column its snippet comes from (visible columns first, so a term
+in both content and reasoning reports ``"said"``).  Labels (``LABELS``):
+content is ``said`` (``tool output`` for a tool message), reasoning is
+``thought`` -- the model thought it, it did not say it -- tool_calls is
+``tool call``, tool_name ``tool name``.  Reasoning is searched and shown only
+with ``include_reasoning=True``, and then in its own ``reasoning`` field;
+otherwise a message with reasoning carries ``reasoning_hidden_chars``.
+
+Argument rules (documented safe meanings, else a structured error):
+
+* ``window``: messages each side of the hit/anchor; an int.  Scroll: default
+  5, clamped to 0..20.  Discovery: default 2, clamped to 0..10.  A clamp is
+  reported in ``clamped``.
+* ``limit``: an int.  Discovery: sessions, default 3, clamped to 1..10.
+  Browse: sessions, default 10, clamped to 1..50.  Not used by scroll/read.
+* ``after`` / ``before``: ``after <= timestamp < before``; epoch seconds
+  (number or numeric string), an ISO-8601 string (no zone = UTC; a date alone
+  = its midnight UTC) or a ``datetime``.  Discovery filters messages; browse
+  lists sessions active in the range (started before ``before``, last active
+  at or after ``after``).  ``after >= before`` is an error.
+* ``roles`` (a role or list of roles) and ``sort`` (relevance, newest,
+  oldest) apply to discovery only.  ``include_reasoning`` applies to every
+  mode that shows messages.  Arguments a mode does not use are listed in
+  ``ignored_arguments``, never silently dropped.
+* ``exclude_session_ids`` (a list, or one id): sessions left out of discovery
+  and browse (e.g. the caller's current one).  A session named explicitly by
+  ``session_id`` is still served (``notes`` says so).
+* ``around_message_id`` may be an int or a string of digits.
+
+Errors never raise: the result is ``{"mode": ..., "error": {"code": ...,
+"message": ..., "argument": ...}}`` with code one of ``ERROR_CODES``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import unicodedata
+
+from .errors import CjkTokenizerError, QueryError
+from .schema import ROLES
+
+__all__ = [
+    "BOOKEND_CHARS",
+    "CONTEXT_CHARS",
+    "ERROR_CODES",
+    "HIT_CHARS",
+    "LABELS",
+    "PREVIEW_CHARS",
+    "cut_text",
+    "parse_time",
+    "session_search",
+]
+
+SORTS = ("relevance", "newest", "oldest")
+HIT_CHARS = 1500
+CONTEXT_CHARS = 600
+BOOKEND_CHARS = 300
+PREVIEW_CHARS = 200
+
+SCROLL_WINDOW = (5, 0, 20)  # default, min, max
+DISCOVERY_WINDOW = (2, 0, 10)
+DISCOVERY_LIMIT = (3, 1, 10)
+BROWSE_LIMIT = (10, 1, 50)
+READ_HEAD, READ_TAIL = 20, 10
+HEAD_MESSAGES, TAIL_MESSAGES = 3, 2  # discovery bookends
+PREVIEW_SCAN = 10  # messages looked at for a browse preview
+FETCH_FIRST, FETCH_MAX = 50, 1000  # hits fetched to fill ``limit`` sessions
+
+LABELS = {
+    "said": "visible message content (what the user or assistant said)",
+    "thought": "the model's reasoning: it thought this, it did not say it",
+    "tool output": "what a tool returned (content of a tool message)",
+    "tool call": "arguments of a tool call the assistant made",
+    "tool name": "the name of a tool",
+}
+
+ERROR_CODES = (
+    "bad_argument",        # wrong type or unusable value of an argument
+    "bad_query",           # the query cannot be searched (e.g. empty)
+    "bad_time_range",      # after >= before
+    "unknown_session",     # no session with that id
+    "unknown_message",     # no message with that id
+    "anchor_not_in_session",
+    "database_error",      # SQLite could not answer (e.g. locked); retrying may help
+)
+
+_EARLIER = "[… {:,} earlier characters cut] "
+_LATER = " [… {:,} more characters cut]"
+
+
+class SearchArgumentError(CjkTokenizerError, ValueError):
+    """A structured error: ``code`` (one of ERROR_CODES), message, argument name."""
+
+    def __init__(self, code: str, message: str, argument: str | None = None):
+        super().__init__(message)
+        self.code, self.argument = code, argument
+
+    def as_dict(self) -> dict:
+        out = {"code": self.code, "message": str(self)}
+        if self.argument is not None:
+            out["argument"] = self.argument
+        return out
+
+
+# ---- small helpers -----------------------------------------------------------------
+
+
+def iso(ts) -> str | None:
+    """Epoch seconds as ISO-8601 UTC (``2024-05-01T12:00:00Z``), or None."""
+    if ts is None:
+        return None
+    try:
+        return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def parse_time(value, name: str = "time") -> float | None:
+    """``value`` as epoch seconds; see the module doc for what is accepted."""
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        return value.timestamp()
+    if isinstance(value, bool):
+        raise SearchArgumentError("bad_argument", f"{name} must be epoch seconds or an ISO-8601 string, not a bool",
+                                  name)
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise SearchArgumentError("bad_argument", f"{name} must be finite, not {value}", name)
+        return float(value)
+    if isinstance(value, str):
+        s = value.strip()
+        try:
+            number = float(s)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(number):
+                return number
+        text = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
+        try:
+            when = _dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise SearchArgumentError(
+                "bad_argument",
+                f"{name}={value!r} is neither epoch seconds nor an ISO-8601 date/time "
+                "(e.g. 2024-05-01 or 2024-05-01T08:30:00Z)", name) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=_dt.timezone.utc)
+        return when.timestamp()
+    raise SearchArgumentError("bad_argument", f"{name} must be epoch seconds or an ISO-8601 string, "
+                                              f"not {type(value).__name__}", name)
+
+
+def _is_mark(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("M")
+
+
+def cut_text(text: str, budget: int, focus: int | None = None) -> tuple[str, int]:
+    """``(shown, cut)``: ``text`` whole if it fits ``budget`` characters, else ``budget``
+    characters of it -- from the start, or centred on character ``focus`` -- with a
+    marker on each cut side saying how many characters went.  ``cut`` counts them."""
+    n = len(text)
+    if n <= budget:
+        return text, 0
+    start = 0 if focus is None else min(max(focus - budget // 2, 0), n - budget)
+    end = start + budget
+    while start < end and start and _is_mark(text[start]):  # no marks without their character
+        start += 1
+    while end < n and _is_mark(text[end]):
+        end -= 1
+    shown = text[start:end]
+    head = _EARLIER.format(start) if start else ""
+    tail = _LATER.format(n - end) if end < n else ""
+    return head + shown + tail, n - (end - start)
+
+
+def _label(column: str | None, role: str) -> str | None:
+    if column == "content":
+        return "tool output" if role == "tool" else "said"
+    return {"reasoning": "thought", "tool_calls": "tool call", "tool_name": "tool name"}.get(column)
+
+
+# ---- rendering -----------------------------------------------------------------------
+
+
+def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_column: str | None = None,
+                   focus: int | None = None) -> dict:
+    """A stored message as shown to the caller: verbatim fields, long ones cut."""
+    out = {"id": m["id"], "role": m["role"], "timestamp": m["timestamp"], "timestamp_iso": iso(m["timestamp"])}
+    cut = {}
+
+    def field(name, text):
+        shown, n = cut_text(text, budget, focus if focus_column == name else None)
+        if n:
+            cut[name] = n
+        return shown
+
+    content = m.get("content")
+    out["content"] = None if content is None else field("content", content)
+    reasoning = m.get("reasoning")
+    if reasoning:
+        if include_reasoning:
+            out["reasoning"] = field("reasoning", reasoning)
+        else:
+            out["reasoning_hidden_chars"] = len(reasoning)
+    if m.get("tool_name") is not None:
+        out["tool_name"] = m["tool_name"]
+    if m.get("tool_call_id") is not None:
+        out["tool_call_id"] = m["tool_call_id"]
+    calls = m.get("tool_calls")
+    if calls is not None:
+        text = calls if isinstance(calls, str) else json.dumps(calls, ensure_ascii=False)
+        out["tool_calls"] = calls if len(text) <= budget else field("tool_calls", text)
+    if cut:
+        out["cut"] = cut
+    return out
+
+
+def render_session(s: dict) -> dict:
+    return {
+        "session_id": s["id"],
+        "title": s.get("title"),
+        "source": s.get("source"),
+        "started_at": s.get("started_at"),
+        "started_at_iso": iso(s.get("started_at")),
+        "last_active": s.get("last_active"),
+        "last_active_iso": iso(s.get("last_active")),
+        "message_count": s.get("message_count"),
+    }
+
+
+def _plain_snippet(hit) -> str:
+    """The hit's snippet with the match wrapped in ``**`` (search gives either markers or a span)."""
+    snippet, span = hit.snippet, getattr(hit, "highlight", None)
+    if span and 0 <= span[0] < span[1] <= len(snippet):
+        return f"{snippet[:span[0]]}**{snippet[span[0]:span[1]]}**{snippet[span[1]:]}"
+    return snippet
+
+
+def _match_focus(text: str | None, snippet: str) -> int | None:
+    """Where in ``text`` the snippet's highlighted part (or the snippet) lies."""
+    if not text:
+        return None
+    parts = snippet.split("**")
+    core = parts[1] if len(parts) >= 3 and parts[1] else snippet.replace("**", "").strip("… ")
+    for probe in (core, core[:20]):
+        if probe:
+            at = text.find(probe)
+            if at >= 0:
+                return at + len(probe) // 2
+    return None
+
+
+# ---- argument checks -----------------------------------------------------------------
+
+
+def _int(name: str, value, allow_digits: bool = False):
+    if value is None:
+        return None
+    if allow_digits and isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise SearchArgumentError("bad_argument", f"{name} must be an integer, not {value!r}", name)
+    return value
+
+
+def _clamp(name: str, value, spec, clamped: dict) -> int:
+    default, lo, hi = spec
+    if value is None:
+        return default
+    used = min(max(value, lo), hi)
+    if used != value:
+        clamped[name] = {"requested": value, "used": used, "allowed": [lo, hi]}
+    return used
+
+
+def _str(name: str, value):
+    if value is not None and not isinstance(value, str):
+        raise SearchArgumentError("bad_argument", f"{name} must be a string, not {type(value).__name__}", name)
+    return value
+
+
+def _str_list(name: str, value) -> list | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+        raise SearchArgumentError("bad_argument", f"{name} must be a string or a list of strings, not {value!r}",
+                                  name)
+    return list(value)
+
+
+def _check_args(a: dict) -> dict:
+    a = dict(a)
+    a["query"] = _str("query", a["query"])
+    a["session_id"] = _str("session_id", a["session_id"])
+    a["around_message_id"] = _int("around_message_id", a["around_message_id"], allow_digits=True)
+    if a["around_message_id"] is not None and not 0 < a["around_message_id"] < 2**63:
+        raise SearchArgumentError("unknown_message", f"no message with id {a['around_message_id']} "
+                                                     "(message ids are positive integers)", "around_message_id")
+    a["window"] = _int("window", a["window"])
+    a["limit"] = _int("limit", a["limit"])
+    if not isinstance(a["include_reasoning"], bool):
+        raise SearchArgumentError("bad_argument", f"include_reasoning must be true or false, "
+                                                  f"not {a['include_reasoning']!r}", "include_reasoning")
+    roles = _str_list("roles", a["roles"])
+    if roles is not None:
+        bad = [r for r in roles if r not in ROLES]
+        if bad or not roles:
+            raise SearchArgumentError("bad_argument", f"roles must be chosen from {', '.join(ROLES)}; "
+                                                      f"got {roles!r}", "roles")
+    a["roles"] = roles
+    if a["sort"] is not None and a["sort"] not in SORTS:
+        raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {a['sort']!r}",
+                                  "sort")
+    a["exclude_session_ids"] = set(_str_list("exclude_session_ids", a["exclude_session_ids"]) or ())
+    a["after"] = parse_time(a["after"], "after")
+    a["before"] = parse_time(a["before"], "before")
+    if a["after"] is not None and a["before"] is not None and a["after"] >= a["before"]:
+        raise SearchArgumentError("bad_time_range", f"after ({iso(a['after'])}) must be earlier than "
+                                                    f"before ({iso(a['before'])})", "after")
+    return a
+
+
+def infer_mode(query=None, session_id=None, around_message_id=None) -> str:
+    if around_message_id is not None:
+        return "scroll"
+    if query is not None:
+        return "discovery"
+    if session_id is not None:
+        return "read"
+    return "browse"
+
+
+# Arguments each mode uses (the rest are reported in ignored_arguments).
+_USES = {
+    "scroll": {"session_id", "around_message_id", "window", "include_reasoning"},
+    "discovery": {"query", "session_id", "window", "limit", "include_reasoning", "roles", "after", "before",
+                  "sort", "exclude_session_ids"},
+    "read": {"session_id", "include_reasoning"},
+    "browse": {"limit", "after", "before", "exclude_session_ids"},
+}
+_DEFAULTS = {"include_reasoning": False, "window": None, "limit": None, "exclude_session_ids": None}
+
+
+def _ignored(mode: str, given: dict) -> list[str]:
+    return sorted(k for k, v in given.items()
+                  if k not in _USES[mode] and v != _DEFAULTS.get(k) and v not in ([], ()))
+
+
+# ---- the four shapes -----------------------------------------------------------------
+
+
+def _session_or_error(archive, session_id: str) -> dict:
+    s = archive.session(session_id)
+    if s is None:
+        raise SearchArgumentError("unknown_session", f"no session with id {session_id!r}", "session_id")
+    return s
+
+
+def _around(archive, session_id: str, anchor_id: int, window: int) -> tuple[list, list, bool, bool]:
+    """(before, after, more_before, more_after): up to ``window`` messages each side."""
+    before = archive.messages_of(session_id, before_id=anchor_id, limit=window + 1, order="desc")
+    after = archive.messages_of(session_id, after_id=anchor_id, limit=window + 1, order="asc")
+    more_before, more_after = len(before) > window, len(after) > window
+    return before[:window][::-1], after[:window], more_before, more_after
+
+
+def _scroll(archive, a: dict, out: dict) -> dict:
+    anchor = archive.get_message(a["around_message_id"])
+    if anchor is None:
+        raise SearchArgumentError("unknown_message", f"no message with id {a['around_message_id']}",
+                                  "around_message_id")
+    sid = a["session_id"]
+    if sid is None:
+        sid = anchor["session_id"]
+    elif anchor["session_id"] != sid:
+        _session_or_error(archive, sid)
+        raise SearchArgumentError(
+            "anchor_not_in_session",
+            f"message {anchor['id']} belongs to session {anchor['session_id']!r}, not {sid!r}; "
+            "leave session_id out to scroll the message's own session", "around_message_id")
+    session = _session_or_error(archive, sid)
+    w = _clamp("window", a["window"], SCROLL_WINDOW, out["clamped"])
+    before, after, more_before, more_after = _around(archive, sid, anchor["id"], w)
+    reason = a["include_reasoning"]
+    msgs = [render_message(m, HIT_CHARS, reason) for m in before]
+    shown_anchor = render_message(anchor, HIT_CHARS, reason)
+    shown_anchor["anchor"] = True
+    msgs.append(shown_anchor)
+    msgs.extend(render_message(m, HIT_CHARS, reason) for m in after)
+    first, last = (before[0] if before else anchor), (after[-1] if after else anchor)
+    out.update({
+        "session": render_session(session),
+        "anchor_id": anchor["id"],
+        "window": w,
+        "messages": msgs,
+        "more_before": more_before,
+        "more_after": more_after,
+        # Re-anchor on these to page: the window around prev_anchor ends at the
+        # message just before the first one shown (if there are enough), and
+        # the one around next_anchor starts right after the last one shown.
+        "prev_anchor": _page_anchor(archive, sid, first["id"], w, "desc") if more_before else None,
+        "next_anchor": _page_anchor(archive, sid, last["id"], w, "asc") if more_after else None,
+    })
+    return out
+
+
+def _page_anchor(archive, sid: str, edge_id: int, window: int, order: str) -> int:
+    if order == "asc":
+        rows = archive.messages_of(sid, after_id=edge_id, limit=window + 1, order="asc")
+    else:
+        rows = archive.messages_of(sid, before_id=edge_id, limit=window + 1, order="desc")
+    return rows[min(window, len(rows) - 1)]["id"]
+
+
+def _read(archive, a: dict, out: dict) -> dict:
+    session = _session_or_error(archive, a["session_id"])
+    sid, reason = session["id"], a["include_reasoning"]
+    head = archive.messages_of(sid, limit=READ_HEAD + READ_TAIL + 1, order="asc")
+    out["session"] = render_session(session)
+    if len(head) <= READ_HEAD + READ_TAIL:
+        out.update({"truncated": False, "total_messages": len(head),
+                    "messages": [render_message(m, HIT_CHARS, reason) for m in head]})
+        return out
+    head = head[:READ_HEAD]
+    tail = archive.messages_of(sid, after_id=head[-1]["id"], limit=READ_TAIL, order="desc")[::-1]
+    total = max(archive.count_messages(sid), len(head) + len(tail))
+    out.update({
+        "truncated": True,
+        "total_messages": total,
+        "omitted_messages": total - len(head) - len(tail),
+        "messages": [render_message(m, HIT_CHARS, reason) for m in head],
+        "tail_messages": [render_message(m, HIT_CHARS, reason) for m in tail],
+        "continue_with": {"session_id": sid, "around_message_id": head[-1]["id"],
+                          "note": "scroll from the last head message to see the omitted middle"},
+    })
+    return out
+
+
+def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int]:
+    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen)."""
+    excluded = set() if a["session_id"] is not None else a["exclude_session_ids"]
+    fetch = FETCH_FIRST
+    while True:
+        hits = archive.search(
+            a["query"], include_reasoning=a["include_reasoning"], roles=a["roles"], session_id=a["session_id"],
+            after=a["after"], before=a["before"], sort=a["sort"] or "relevance", limit=fetch,
+        )
+        groups: dict = {}
+        for h in hits:
+            if h.session_id in excluded:
+                continue
+            groups.setdefault(h.session_id, []).append(h)
+        if len(groups) > limit or len(hits) < fetch or fetch >= FETCH_MAX:
+            return list(groups.values()), len(groups) > limit, len(hits)
+        fetch = min(fetch * 4, FETCH_MAX)
+
+
+def _discovery(archive, a: dict, out: dict) -> dict:
+    if a["session_id"] is not None:
+        _session_or_error(archive, a["session_id"])
+        if a["session_id"] in a["exclude_session_ids"]:
+            out["notes"].append("session_id is also in exclude_session_ids; the named session is searched")
+    w = _clamp("window", a["window"], DISCOVERY_WINDOW, out["clamped"])
+    limit = _clamp("limit", a["limit"], DISCOVERY_LIMIT, out["clamped"])
+    reason = a["include_reasoning"]
+    groups, more, seen = _group_hits(archive, a, limit)
+    results = []
+    for hits in groups:
+        if len(results) == limit:
+            break
+        best = hits[0]
+        session = archive.session(best.session_id)
+        message = archive.get_message(best.message_id)
+        if session is None or message is None:  # deleted since the search
+            continue
+        results.append(_session_result(archive, session, message, best, hits, w, reason))
+    out.update({
+        "query": a["query"],
+        "include_reasoning": reason,
+        "sort": a["sort"] or "relevance",
+        "window": w,
+        "sessions": results,
+        "more_sessions": more,
+        "hits_considered": seen,
+        "labels": LABELS,
+    })
+    if not results:
+        out["notes"].append("no match" + ("" if reason else "; reasoning was not searched "
+                                                            "(include_reasoning=true searches it too)"))
+    return out
+
+
+def _session_result(archive, session, message, best, hits, w, reason) -> dict:
+    sid = session["id"]
+    snippet = _plain_snippet(best)
+    column = getattr(best, "column", None) or (best.matched_in[0] if best.matched_in else None)
+    before, after, more_before, more_after = _around(archive, sid, message["id"], w)
+    shown_hit = render_message(message, HIT_CHARS, reason, focus_column=column,
+                               focus=_match_focus(_column_text(message, column), snippet))
+    shown_hit["hit"] = True
+    window = [render_message(m, CONTEXT_CHARS, reason) for m in before]
+    window.append(shown_hit)
+    window.extend(render_message(m, CONTEXT_CHARS, reason) for m in after)
+    in_window = {m["id"] for m in before} | {message["id"]} | {m["id"] for m in after}
+    first_id = before[0]["id"] if before else message["id"]
+    last_id = after[-1]["id"] if after else message["id"]
+    head = [m for m in archive.messages_of(sid, limit=HEAD_MESSAGES, order="asc")
+            if m["id"] < first_id and m["id"] not in in_window]
+    tail = [m for m in archive.messages_of(sid, limit=TAIL_MESSAGES, order="desc")[::-1]
+            if m["id"] > last_id and m["id"] not in in_window]
+    gap_before = more_before and bool(archive.messages_of(
+        sid, after_id=head[-1]["id"] if head else None, before_id=first_id, limit=1))
+    gap_after = more_after and bool(archive.messages_of(
+        sid, after_id=last_id, before_id=tail[0]["id"] if tail else None, limit=1))
+    return {
+        "session": render_session(session),
+        "hit": {
+            "message_id": best.message_id,
+            "role": best.role,
+            "timestamp": best.timestamp,
+            "timestamp_iso": iso(best.timestamp),
+            "where": _label(column, best.role),
+            "matched_in": list(best.matched_in),
+            "snippet": snippet,
+            "route": best.route,
+        },
+        "other_hit_ids": [h.message_id for h in hits[1:6]],
+        "hits_in_session": len(hits),
+        "head": [render_message(m, BOOKEND_CHARS, reason) for m in head],
+        "messages_between_head_and_window": gap_before,
+        "window": window,
+        "messages_between_window_and_tail": gap_after,
+        "tail": [render_message(m, BOOKEND_CHARS, reason) for m in tail],
+    }
+
+
+def _column_text(message: dict, column: str | None) -> str | None:
+    value = message.get(column) if column else None
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _preview(archive, sid: str) -> str | None:
+    msgs = archive.messages_of(sid, limit=PREVIEW_SCAN, order="asc")
+    pick = next((m for m in msgs if m["role"] == "user" and (m["content"] or "").strip()), None)
+    if pick is None:
+        pick = next((m for m in msgs if (m["content"] or "").strip()), None)
+    return None if pick is None else cut_text(pick["content"], PREVIEW_CHARS)[0]
+
+
+def _browse(archive, a: dict, out: dict) -> dict:
+    limit = _clamp("limit", a["limit"], BROWSE_LIMIT, out["clamped"])
+    lo, hi, excluded = a["after"], a["before"], a["exclude_session_ids"]
+    picked, offset, page, more, done = [], 0, max(limit * 2, 20), False, False
+    while not done:
+        batch = archive.sessions(limit=page, offset=offset)
+        offset += len(batch)
+        done = len(batch) < page
+        for s in batch:
+            if lo is not None and (s["last_active"] is None or s["last_active"] < lo):
+                done = True  # most recently active first: the rest are older (or empty)
+                break
+            if s["id"] in excluded or (hi is not None and (s["started_at"] is None or s["started_at"] >= hi)):
+                continue
+            if len(picked) == limit:
+                more = done = True
+                break
+            picked.append(s)
+    sessions = []
+    for s in picked:
+        entry = render_session(s)
+        entry["preview"] = _preview(archive, s["id"])
+        sessions.append(entry)
+    out.update({"sessions": sessions, "more_sessions": more, "total_sessions": archive.count_sessions()})
+    return out
+
+
+_RUN = {"scroll": _scroll, "discovery": _discovery, "read": _read, "browse": _browse}
+
+
+def session_search(archive, query=None, session_id=None, around_message_id=None, window=None, limit=None,
+                   include_reasoning=False, roles=None, after=None, before=None, sort=None,
+                   exclude_session_ids=None) -> dict:
+    """Search, scroll, read or browse ``archive`` (see the module doc).  Never raises for bad
+    input: the result then has ``error``.  The result is JSON-serializable."""
+    given = {"query": query, "session_id": session_id, "around_message_id": around_message_id,
+             "window": window, "limit": limit, "include_reasoning": include_reasoning, "roles": roles,
+             "after": after, "before": before, "sort": sort, "exclude_session_ids": exclude_session_ids}
+    mode = infer_mode(query, session_id, around_message_id)
+    out: dict = {"mode": mode}
+    try:
+        a = _check_args(given)
+        out.update({"clamped": {}, "notes": []})
+        ignored = _ignored(mode, given)
+        if ignored:
+            out["ignored_arguments"] = ignored
+            out["notes"].append(f"{', '.join(ignored)} not used in {mode} mode")
+        if mode in ("scroll", "read") and session_id is not None and session_id in a["exclude_session_ids"]:
+            out["notes"].append("session_id is also in exclude_session_ids; the named session is shown")
+        _RUN[mode](archive, a, out)
+    except SearchArgumentError as exc:
+        return {"mode": mode, "error": exc.as_dict()}
+    except QueryError as exc:
+        return {"mode": mode, "error": {"code": "bad_query", "message": str(exc), "argument": "query"}}
+    except Exception as exc:  # noqa: BLE001 -- an agent loop must get an answer, not a traceback
+        if _is_database_error(exc):
+            return {"mode": mode, "error": {"code": "database_error", "message": f"{type(exc).__name__}: {exc}"}}
+        raise
+    for key in ("clamped", "notes", "ignored_arguments"):  # bookkeeping last, and only when there is some
+        value = out.pop(key, None)
+        if value:
+            out[key] = value
+    return out
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    try:
+        import apsw
+    except ImportError:  # pragma: no cover - the archive needs apsw
+        return False
+    return isinstance(exc, apsw.Error)
