@@ -100,7 +100,10 @@ static const unsigned aCjkRange[][2] = {
 
 int cjk_is_cjk(unsigned cp) {
   int lo = 0, hi = (int)(sizeof(aCjkRange) / sizeof(aCjkRange[0])) - 1;
-  if (cp < 0x1100) return 0; /* fast path: Latin, Greek, Cyrillic, Arabic ... */
+  if (cp < 0x1100) return 0; /* fast paths: Latin, Greek, Cyrillic, Arabic ... */
+  if (cp >= 0x4E00 && cp <= 0x9FFF) return 1; /* then the commonest blocks */
+  if (cp >= 0xAC00 && cp <= 0xD7A3) return 1;
+  if (cp >= 0x3041 && cp <= 0x30FA) return cp != 0x30A0 && (cp <= 0x3096 || cp >= 0x3099);
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
     if (cp < aCjkRange[mid][0]) {

@@ -248,6 +248,7 @@ int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **p
 static int isCjkLetter(const CjkTokenizer *p, unsigned cp) {
   int i;
   if (!cjk_is_cjk(cp)) return 0;
+  if (p->nSep == 0) return 1;
   for (i = 0; i < p->nSep; i++) {
     if (p->aSep[i] == cp) return 0;
   }
@@ -339,7 +340,10 @@ static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi
   j = cjk_utf8_next(z, n, i, &cp);
   if (!isCjkLetter(p, cp)) return 0;
   cp = cjk_fold_width(cp);
-  if (j < n && z[j] >= 0x80) {
+  /* Look ahead only at a voiced sound mark: U+3099/309A (E3 82 99/9A) or
+  ** half-width U+FF9E/FF9F (EF BE 9E/9F). */
+  if (j + 2 < n && ((z[j] == 0xE3 && z[j + 1] == 0x82 && (z[j + 2] == 0x99 || z[j + 2] == 0x9A)) ||
+                    (z[j] == 0xEF && z[j + 1] == 0xBE && (z[j + 2] == 0x9E || z[j + 2] == 0x9F)))) {
     j2 = cjk_utf8_next(z, n, j, &cp2);
     if (isCjkLetter(p, cp2) && (c = cjk_compose_voiced(cp, cjk_fold_width(cp2))) != 0) {
       cp = c;
@@ -412,7 +416,10 @@ int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const cha
     while (i < n) {
       unsigned cp;
       int j;
-      if (z[i] < 0x80) {
+      if (z[i] < 0xE1) {
+        /* No CJK letter starts below U+1100 (lead byte 0xE1), and a byte >= 0xE1
+        ** is never swallowed as a continuation byte, so these bytes can be
+        ** skipped one by one without decoding. */
         if (z[i] == '\n' && p->bSplitNewline && i - iSeg >= CJK_CHUNK) {
           i++;
           break; /* hand this long piece over now; '\n' separates anyway */
