@@ -40,3 +40,11 @@ __all__ = [
     "split_cjk",
     "tokenize",
 ]
+
+# The query language and search (query.py, router.py, search.py).  None of
+# these imports APSW at import time.
+from .query import parse as parse_query  # noqa: E402
+from .search import Hit, run_search  # noqa: E402
+from .search import explain as explain_query  # noqa: E402
+
+__all__ += ["Hit", "explain_query", "parse_query", "run_search"]

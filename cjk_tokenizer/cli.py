@@ -1,37 +1,201 @@
-"""Command line: ``python -m cjk_tokenizer <command>`` (also ``cjk-tokenizer``)."""
+"""Command line: ``python -m cjk_tokenizer <command>`` (also installed as ``cjk-tokenizer``).
+
+Commands: path, tokenize, search, import, explain, doctor, rebuild, demo.
+Errors are one line on stderr and a non-zero exit (1: the operation failed,
+2: bad command-line usage); long operations draw a progress bar on stderr.
+"""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from dataclasses import asdict
 
-from . import loadable_path, tokenize
 from .errors import CjkTokenizerError
+
+GAP = "\x1e"
 
 
 def _cmd_path(args) -> int:
+    from .loader import loadable_path
+
     print(loadable_path())
     return 0
 
 
 def _cmd_tokenize(args) -> int:
+    from .tokens import tokenize
+
     data = args.text.encode("utf-8", "surrogatepass")
     for token, start, end, colocated in tokenize(args.text, mode=args.mode, args=args.arg or ()):
-        shown = token.encode("unicode_escape").decode() if token == "\x1e" else token
+        shown = "\\x1e (gap)" if token == GAP else token
         original = data[start:end].decode("utf-8", "replace")
-        print(f"{'  +' if colocated else ''}{shown}\t{start}-{end}\t{original}")
+        print(f"{'  +' if colocated else ''}{shown}\t{start}-{end}\t{original!r}")
     return 0
 
 
+def _open_archive(path, *, must_exist=True, **kw):
+    from .archive import Archive
+
+    if must_exist and not os.path.exists(path):
+        raise CjkTokenizerError(f"{path}: no such archive")
+    return Archive(path, **kw)
+
+
+def _search_options(args) -> dict:
+    return dict(include_reasoning=args.reasoning, roles=args.role or None, session_id=args.session,
+                after=args.after, before=args.before, sort=args.sort, limit=args.limit, route=args.route)
+
+
+def _time_arg(value):
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value  # ISO-8601; the search layer parses and reports bad ones
+
+
+def _cmd_search(args) -> int:
+    with _open_archive(args.db, auto_catch_up=0) as ar:
+        opts = _search_options(args)
+        opts["after"], opts["before"] = _time_arg(args.after), _time_arg(args.before)
+        hits = ar.search(args.query, **opts)
+        if args.json:
+            print(json.dumps([asdict(h) for h in hits], ensure_ascii=False, indent=1))
+            return 0
+        if not hits:
+            print("no matches", file=sys.stderr)
+        for h in hits:
+            where = ",".join(h.matched_in) or "?"
+            said = " (thought)" if h.matched_in == ["reasoning"] else ""
+            print(f"#{h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
+            print("    " + h.snippet.replace("\n", " "))
+    return 0
+
+
+def _cmd_explain(args) -> int:
+    with _open_archive(args.db, auto_catch_up=0) as ar:
+        print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
+    return 0
+
+
+def _cmd_import(args) -> int:
+    from .importer import import_jsonl
+    from .progress import ProgressBar
+
+    total = os.path.getsize(args.file)  # for the bar: bytes are cheap, lines are not
+    bar = ProgressBar("import")
+    with _open_archive(args.db, must_exist=False, extension=not args.no_extension) as ar:
+        counts = import_jsonl(ar, args.file, batch_size=args.batch_size,
+                              progress=lambda n: bar.update(n, None, "messages"))
+        bar.finish(counts["messages"], None, "messages")
+        print(f"imported {counts['messages']:,} messages ({counts['sessions']:,} session headers) "
+              f"from {args.file} ({total / 2**20:,.1f} MiB) into {args.db}")
+    return 0
+
+
+def _cmd_rebuild(args) -> int:
+    from .progress import ProgressBar
+
+    bar = ProgressBar("index")
+
+    def progress(p):
+        bar.update(p.done, p.done + p.behind, f"{p.route} {p.phase}")
+        return True
+
+    with _open_archive(args.db, auto_catch_up=0) as ar:
+        if args.full:
+            done = ar.rebuild(args.route, progress, restart=True)
+        else:
+            done = ar.catch_up(progress, route=args.route)
+        bar.finish(0, None, "done" if done else "stopped")
+        for route, st in ar.index_status().items():
+            print(f"{route}: {st['status']}{'' if st['served'] else ' (not served here)'}, {st['behind']:,} behind")
+    return 0
+
+
+def _cmd_doctor(args) -> int:
+    from .doctor import archive_report, host_report
+
+    rows = host_report()
+    if args.db:
+        rows += archive_report(args.db, integrity=args.integrity)
+    width = max(len(r[0]) for r in rows)
+    for item, finding, ok in rows:
+        print(f"{'ok ' if ok else 'BAD'} {item.ljust(width)}  {finding}")
+    return 0 if all(ok for *_, ok in rows) else 1
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(scale=args.scale, keep=args.keep)
+
+
+def _add_search_filters(p):
+    p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
+    p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
+                   help="only these roles (repeatable)")
+    p.add_argument("--session", help="only this session id")
+    p.add_argument("--after", help="only messages after this time (epoch seconds or ISO-8601)")
+    p.add_argument("--before", help="only messages before this time")
+    p.add_argument("--sort", default="relevance", choices=["relevance", "newest", "oldest"])
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--route", choices=["cjk", "unicode61", "trigram", "scan"], help="force a route (debugging)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cjk-tokenizer", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("path", help="print the path of the loadable library (for .load in the sqlite3 shell)")
+    parser = argparse.ArgumentParser(prog="cjk-tokenizer",
+                                     description="CJK full-text search for SQLite: tools and session archives.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("path", help="print the loadable library's path (for .load in the sqlite3 shell)")
     p.set_defaults(func=_cmd_path)
-    p = sub.add_parser("tokenize", help="show the tokens cjk_unicode61 makes of TEXT (byte offsets)")
+
+    p = sub.add_parser("tokenize", help="show the tokens cjk_unicode61 makes of TEXT (UTF-8 byte offsets)")
     p.add_argument("text")
     p.add_argument("--mode", default="document", choices=["document", "query", "prefix", "aux"])
     p.add_argument("--arg", action="append", help="a tokenizer argument (repeat: --arg remove_diacritics --arg 2)")
     p.set_defaults(func=_cmd_tokenize)
+
+    p = sub.add_parser("search", help="search an archive")
+    p.add_argument("db")
+    p.add_argument("query")
+    _add_search_filters(p)
+    p.add_argument("--json", action="store_true", help="print hits as JSON")
+    p.set_defaults(func=_cmd_search)
+
+    p = sub.add_parser("explain", help="say which route(s) would serve QUERY on DB, and why")
+    p.add_argument("db")
+    p.add_argument("query")
+    p.add_argument("--reasoning", action="store_true")
+    p.set_defaults(func=_cmd_explain)
+
+    p = sub.add_parser("import", help="import a JSONL file of OpenAI-style messages into DB (created if missing)")
+    p.add_argument("db")
+    p.add_argument("file")
+    p.add_argument("--batch-size", type=int, default=2000)
+    p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.set_defaults(func=_cmd_import)
+
+    p = sub.add_parser("doctor", help="check SQLite, FTS5, the extension on this host, and DB's indexes")
+    p.add_argument("db", nargs="?")
+    p.add_argument("--integrity", action="store_true", help="also run FTS5 integrity-check (reads every index)")
+    p.set_defaults(func=_cmd_doctor)
+
+    p = sub.add_parser("rebuild", help="bring DB's indexes up to date (incremental; --full rebuilds)")
+    p.add_argument("db")
+    p.add_argument("--route", choices=["cjk", "unicode61", "trigram"])
+    p.add_argument("--full", action="store_true", help="rebuild from scratch instead of catching up")
+    p.set_defaults(func=_cmd_rebuild)
+
+    p = sub.add_parser("demo", help="build a sample multilingual archive and search it")
+    p.add_argument("--scale", type=int, default=2000,
+                   help="sessions of haystack per bundled session (the LIKE scan reads them all)")
+    p.add_argument("--keep", metavar="PATH", help="keep the demo archive at PATH")
+    p.set_defaults(func=_cmd_demo)
     return parser
 
 
@@ -40,6 +204,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:
+        print("cjk-tokenizer: interrupted (finished chunks are kept; run the command again to resume)",
+              file=sys.stderr)
+        return 130
     except (CjkTokenizerError, ValueError, OSError) as exc:
         print(f"cjk-tokenizer: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # apsw.Error and friends: still one line, still non-zero
+        if type(exc).__module__.split(".")[0] != "apsw":
+            raise
+        print(f"cjk-tokenizer: error: SQLite: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,398 @@
+"""One compiler per route, from the AST (query.py) to SQL.
+
+Every compiler turns one term into a boolean SQL expression over the row
+``m`` of ``messages`` (``TermSql.sql``) that means exactly what query.py says
+the term means, or says it cannot (returns None).  Where an index can only
+narrow the rows down (a superset), the expression adds the Python reference
+check ``cjk_term_match(term, columns...)`` (evaluate.py) on those rows, so
+the meaning never changes with the route.  ``TermSql.match`` is the term's FTS5
+expression when the MATCH alone is the meaning ("pure"): only then can a whole
+query run as one MATCH with bm25 (``fts_expression``).
+
+What each route can express
+---------------------------
+cjk        every term.  A 1-character CJK run is ``"X"*`` (the index keeps a
+           unigram for every run-final character, so X* finds every X); longer
+           runs and mixed terms are phrases of bigrams and words.  A
+           1-character CJK unit after another unit (``abc别``, ``"大别 山"``)
+           needs the prefix form, which also matches a 2-character run
+           ending in that character: such terms are checked in Python.
+unicode61  terms made only of words.  Each is the phrase as typed plus its
+           full-width spelling (unicode61 does not fold widths).  unicode61
+           sees ``修改youer服务`` as one token, so words glued to CJK text are
+           looked up in the trigram index (the word as normalized and as
+           typed, all ASCII or all full-width) and checked in Python.  Gaps
+           flagged (exact=False, only ever misses): glued words when trigram
+           is not live, or when every word of the term has under 3
+           characters.  Not flagged: an occurrence unicode61 does not see as
+           the word (glued to CJK, or mixing full-width and ASCII letters)
+           that is spelled neither like the query nor in uniform width with
+           accents removed: ``ｙouer``, ``修改cafè服务`` for cafe.  For a
+           negated term the router closes the flagged gaps (``exhaustive``):
+           there a miss would be a false hit.
+trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
+           (half-width, decomposed voiced marks) of the run, or of its longest
+           part with few enough spellings, checked in Python unless the run
+           can only be written one way.  Words are not expressible (trigram
+           knows neither word boundaries nor accent folding).
+scan       every term, by reading rows: ``instr()`` on the text (on
+           ``cjk_fold(text)`` when a character has other spellings) for a CJK
+           run, exact; other terms are checked in Python on the rows that
+           hold their CJK units.  Slow: the route of last resort.  When the
+           router uses it for CJK mixed with words (no cjk index), trigram
+           narrows the rows down first, and unicode61 + trigram do so for the
+           words, with the same unflagged accent gap as unicode61's glued
+           words.
+
+Column restriction is an FTS5 column filter ``{content tool_name tool_calls} :``
+on every MATCH and the same column list for ``instr``/``cjk_term_match``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import spellings
+from .query import And, Not, Or, Term, positive_terms
+from .schema import FTS_COLUMNS, FTS_INDEXES
+from .units import CJK
+
+ROUTES = ("cjk", "unicode61", "trigram", "scan")
+FTS_ROUTES = ("cjk", "unicode61", "trigram")
+
+# bm25 column weights, in FTS column order (content, reasoning, tool_name,
+# tool_calls): what was said ranks above what was thought; a hit in a tool's
+# name or arguments sits between.
+BM25_WEIGHTS = (10.0, 2.0, 3.0, 3.0)
+assert len(BM25_WEIGHTS) == len(FTS_COLUMNS)
+
+# Most raw spellings one trigram lookup may OR together.
+TRIGRAM_SPELLINGS = 32
+# trigram matches nothing under this many characters.
+TRIGRAM_MIN = 3
+# Units of one term looked up to narrow rows down (the Python check does the
+# rest): a few selective ones suffice, and FTS5 limits expression depth.
+MAX_LOOKUPS = 4
+
+
+@dataclass(frozen=True)
+class TermSql:
+    route: str
+    sql: str  # boolean expression over messages m
+    params: tuple
+    match: str | None  # FTS5 expression (no column filter) when pure
+    pure: bool  # the MATCH alone is the meaning
+    exact: bool  # no documented gap (see the route notes above)
+    how: str  # for explain()
+
+
+def table(route: str) -> str:
+    return FTS_INDEXES[route][0]
+
+
+def phrase(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def column_filter(columns) -> str:
+    return "{" + " ".join(columns) + "}"
+
+
+def _in_fts(route: str, columns, expr: str) -> tuple[str, tuple]:
+    t = table(route)
+    return f"m.id IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)", (f"{column_filter(columns)} : ({expr})",)
+
+
+def _verify(term: Term, columns) -> tuple[str, tuple]:
+    cols = ", ".join(f"m.{c}" for c in columns)
+    return f"cjk_term_match(?, {cols})", (term.key(),)
+
+
+def _instr(needle: str, columns) -> tuple[str, tuple]:
+    """Exact: the folded text of a searched column contains ``needle``."""
+    if spellings.all_stable(needle):  # raw text holds it exactly where folded text does
+        parts = [f"ifnull(instr(m.{c}, ?), 0) > 0" for c in columns]
+    else:
+        parts = [f"instr(cjk_fold(m.{c}), ?) > 0" for c in columns]
+    return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
+
+
+def _nonascii(columns) -> str:
+    # Rows of pure ASCII tokenize the same under unicode61 and cjk_unicode61.
+    parts = [f"ifnull(length(CAST(m.{c} AS BLOB)) > length(m.{c}), 0)" for c in columns]
+    return "(" + " OR ".join(parts) + ")"
+
+
+def _longest(lookups: list[tuple[int, str]]) -> list[str]:
+    """The MAX_LOOKUPS lookups of the longest units."""
+    return [x for _, x in sorted(lookups, key=lambda p: -p[0])[:MAX_LOOKUPS]]
+
+
+def _checked(narrow, check) -> tuple[str, tuple]:
+    """``narrow[0] AND narrow[1] AND ... AND check``, evaluated in that order,
+    so the slow checks (Python functions) run only on the rows the index
+    lookups let through.  A plain AND does not promise the order: SQLite may
+    evaluate a cheap-looking function before an IN (subquery) beside it."""
+    sql, params = check
+    for cond, cparams in reversed(narrow):
+        sql, params = f"(CASE WHEN {cond} THEN {sql} ELSE 0 END)", cparams + params
+    return sql, params
+
+
+def _trigram_lookup(text: str) -> str | None:
+    """trigram expression finding every raw spelling of (a part of) ``text``."""
+    found = spellings.best_window(text, TRIGRAM_MIN, TRIGRAM_SPELLINGS)
+    if found is None:
+        return None
+    return "(" + " OR ".join(phrase(s) for s in found[1]) + ")"
+
+
+# ---- cjk -------------------------------------------------------------------
+
+
+def cjk_expr(term: Term) -> str:
+    units = term.units
+    star = term.prefix or (units[-1].kind == CJK and len(units[-1].text) == 1)
+    return phrase(" ".join(u.text for u in units)) + ("*" if star else "")
+
+
+def cjk_term(term: Term, columns, **_) -> TermSql:
+    expr = cjk_expr(term)
+    sql, params = _in_fts("cjk", columns, expr)
+    if any(u.kind == CJK and len(u.text) == 1 for u in term.units[1:]):
+        sql, params = _checked([(sql, params)], _verify(term, columns))
+        return TermSql("cjk", sql, params, None, False, True,
+                       f"{expr}, checked in Python (a one-character CJK unit after another unit)")
+    return TermSql("cjk", sql, params, expr, True, True, expr)
+
+
+# ---- unicode61 -------------------------------------------------------------
+
+
+def _full_width(text: str) -> str:
+    out = []
+    for c in text:
+        wide = [p for p in spellings.preimages(c) if len(p) == 1 and p != c]
+        out.append(wide[0] if wide else c)
+    return "".join(out)
+
+
+def unicode61_expr(term: Term) -> str:
+    star = "*" if term.prefix else ""
+    text = " ".join(u.text for u in term.units)
+    expr = phrase(text) + star
+    wide = _full_width(text)
+    return f"({expr} OR {phrase(wide)}{star})" if wide != text else expr
+
+
+def _word_lookup(unit) -> str | None:
+    """trigram lookup for a word where unicode61 does not see it (glued to CJK
+    text): the word as normalized and as typed, each in ASCII and in
+    full-width letters.  Uniform widths only: all 2^n mixtures would make
+    long, unselective lookups.  None under TRIGRAM_MIN characters."""
+    if len(unit.text) < TRIGRAM_MIN:
+        return None
+    forms = []
+    for text in (unit.text, unit.surface.lower() or unit.text):
+        for form in (text, _full_width(text)):
+            if len(form) >= TRIGRAM_MIN and form not in forms:
+                forms.append(form)
+    return "(" + " OR ".join(phrase(s) for s in forms) + ")"
+
+
+def unicode61_term(term: Term, columns, *, trigram: bool = False, exhaustive: bool = False, **_) -> TermSql | None:
+    if not term.words_only:
+        return None
+    expr = unicode61_expr(term)
+    sql, params = _in_fts("unicode61", columns, expr)
+    # any one word's lookup narrows the rows down enough: the check does the rest
+    usable = _longest([(len(u.text), x) for u in term.units if (x := _word_lookup(u))]) if trigram else []
+    if usable:
+        narrow = _in_fts("trigram", columns, " AND ".join(usable))
+        how = f"{expr}, plus trigram {' AND '.join(usable)} checked in Python for words glued to CJK text"
+    elif exhaustive:
+        narrow = None
+        how = f"{expr}, plus a Python check of every row with non-ASCII text (for words glued to CJK text)"
+    else:
+        gap = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
+        return TermSql("unicode61", sql, params, expr, True, False,
+                       f"{expr}; not found where glued to CJK text ({gap})")
+    # Rows unicode61 already found are skipped before the Python check (SQLite's
+    # OR optimization may evaluate each branch on its own).
+    not_found = (f"NOT {sql}", params)
+    glued_sql, glued_params = _checked([p for p in (narrow, not_found, (_nonascii(columns), ())) if p],
+                                       _verify(term, columns))
+    return TermSql("unicode61", f"({sql} OR {glued_sql})", params + glued_params, None, False, True, how)
+
+
+# ---- trigram ---------------------------------------------------------------
+
+
+def trigram_term(term: Term, columns, **_) -> TermSql | None:
+    if any(u.kind != CJK for u in term.units):
+        return None
+    lookups = [(len(u.text), _trigram_lookup(u.text)) for u in term.units]
+    if not all(x for _, x in lookups):
+        return None
+    expr = " AND ".join(_longest(lookups))
+    sql, params = _in_fts("trigram", columns, expr)
+    text = term.units[0].text
+    if len(term.units) == 1 and expr == "(" + phrase(text) + ")" and spellings.all_stable(text):
+        return TermSql("trigram", sql, params, expr, True, True, expr)
+    check = _instr(text, columns) if term.is_cjk_run else _verify(term, columns)
+    sql, params = _checked([(sql, params)], check)
+    return TermSql("trigram", sql, params, None, False, True, f"{expr}, checked on the folded text")
+
+
+# ---- scan ------------------------------------------------------------------
+
+
+def _word_prefilter(unit, columns) -> tuple[str, tuple] | None:
+    """Rows that may hold ``unit`` inside a mixed term: unicode61 finds it where
+    it stands as a word, trigram where it is glued to CJK text."""
+    lookup = _word_lookup(unit)
+    if lookup is None:
+        return None
+    u61_sql, u61_params = _in_fts("unicode61", columns, unicode61_expr(Term(unit.text, (unit,))))
+    tri_sql, tri_params = _in_fts("trigram", columns, lookup)
+    return f"({u61_sql} OR {tri_sql})", u61_params + tri_params
+
+
+def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False, **_) -> TermSql:
+    if term.is_cjk_run:
+        sql, params = _instr(term.units[0].text, columns)
+        return TermSql("scan", sql, params, None, False, True, f"instr() for {term.units[0].text!r} in every row")
+    parts, via = [], []
+    # narrow the rows down before the Python check: CJK units exactly (all
+    # spellings by trigram, or instr on the text); words by unicode61 plus
+    # trigram for glued ones when both are allowed (unicode61's gap)
+    for u in sorted(term.units, key=lambda u: -len(u.text))[:MAX_LOOKUPS]:
+        if u.kind == CJK:
+            lookup = _trigram_lookup(u.text) if trigram else None
+            if lookup:
+                parts.append(_in_fts("trigram", columns, lookup))
+                via.append(f"trigram {lookup}")
+            else:
+                parts.append(_instr(u.text, columns))
+                via.append(f"instr() {u.text!r}")
+        elif trigram and words:
+            found = _word_prefilter(u, columns)
+            if found:
+                parts.append(found)
+                via.append(f"the word {u.text!r} (unicode61 or trigram)")
+    # the index lookups first: they are the cheap, selective ones
+    parts.sort(key=lambda part: "MATCH" not in part[0])
+    sql, params = _checked(parts, _verify(term, columns))
+    how = "Python check of " + (f"rows with {' and '.join(via)}" if via else "every row")
+    return TermSql("scan", sql, params, None, False, True, how)
+
+
+COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_term, "scan": scan_term}
+
+
+def compile_term(route: str, term: Term, columns, *, trigram: bool = False, words: bool = False,
+                 exhaustive: bool = False) -> TermSql | None:
+    """The term on ``route``, or None if the route cannot express it.
+
+    ``trigram``: the trigram index may help (unicode61's glued words, scan's
+    prefilter); pass True only when it is live.  ``words``: so may the
+    unicode61 index (scan's prefilter for words).  ``exhaustive``: close
+    unicode61's gap (glued words) by checking every non-ASCII row in Python;
+    the router asks for it for negated terms, where a gap would let excluded
+    messages through.
+    """
+    return COMPILERS[route](term, columns, trigram=trigram, words=words, exhaustive=exhaustive)
+
+
+# ---- whole queries ----------------------------------------------------------
+
+
+def fts_expression(node, forms: dict, columns) -> str | None:
+    """One FTS5 MATCH for the whole query, or None if FTS5 cannot say it.
+
+    Needs every term pure (``forms[term].match``) and every negation inside an
+    AND that also has a positive part (FTS5's NOT is binary).
+    """
+
+    def build(n):
+        if isinstance(n, Term):
+            return forms[n].match
+        if isinstance(n, Not):
+            return None
+        if isinstance(n, Or):
+            parts = [build(c) for c in n.children]
+            return None if None in parts else "(" + " OR ".join(parts) + ")"
+        pos = [build(c) for c in n.children if not isinstance(c, Not)]
+        neg = [build(c.child) for c in n.children if isinstance(c, Not)]
+        if not pos or None in pos or None in neg:
+            return None
+        expr = "(" + " AND ".join(pos) + ")"
+        if neg:  # one binary NOT of the OR of the exclusions: nesting stays flat
+            expr = f"({expr} NOT (" + " OR ".join(neg) + "))"
+        return expr
+
+    if not all(f.pure for f in forms.values()):
+        return None
+    body = build(node)
+    return None if body is None else f"{column_filter(columns)} : ({body})"
+
+
+def _slow(sql: str) -> bool:
+    """Does this SQL call back into Python (per row)?"""
+    return "cjk_term_match(" in sql or "cjk_fold(" in sql
+
+
+def predicate(node, forms: dict) -> tuple[str, tuple]:
+    """The whole query as one boolean SQL expression over messages m.
+
+    In an AND, the parts that only use indexes come first, as plain AND terms
+    the planner can drive the scan from; the parts with Python checks follow,
+    positive before negated, each evaluated only on rows everything before it
+    let through.
+    """
+    if isinstance(node, Term):
+        f = forms[node]
+        return f.sql, f.params
+    if isinstance(node, Not):
+        sql, params = predicate(node.child, forms)
+        return f"(NOT {sql})", params
+    parts = [(isinstance(c, Not), predicate(c, forms)) for c in node.children]
+    if isinstance(node, Or):
+        return "(" + " OR ".join(p[0] for _, p in parts) + ")", tuple(x for _, p in parts for x in p[1])
+    fast = [p for neg, p in sorted(parts, key=lambda x: x[0]) if not _slow(p[0])]
+    slow = [p for neg, p in sorted(parts, key=lambda x: x[0]) if _slow(p[0])]
+    pieces = list(fast)
+    if slow:
+        pieces.append(_checked(fast + slow[:-1], slow[-1]))
+    return "(" + " AND ".join(p[0] for p in pieces) + ")", tuple(x for p in pieces for x in p[1])
+
+
+def score_expression(node, forms: dict, route: str, columns) -> str | None:
+    """MATCH for ranking a combined query: its positive terms on ``route``."""
+    exprs = []
+    for t in positive_terms(node):
+        f = forms[t]
+        if f.route == route:
+            expr = f.match or _score_form(route, t, columns)
+            if expr and expr not in exprs:
+                exprs.append(expr)
+    if not exprs:
+        return None
+    return f"{column_filter(columns)} : (" + " OR ".join(exprs) + ")"
+
+
+def _score_form(route: str, term: Term, columns) -> str | None:
+    # the index part of a term that also has a Python check
+    if route == "cjk":
+        return cjk_expr(term)
+    if route == "unicode61":
+        return unicode61_expr(term)
+    if route == "trigram":
+        lookups = [(len(u.text), _trigram_lookup(u.text)) for u in term.units]
+        return " AND ".join(_longest(lookups)) if all(x for _, x in lookups) else None
+    return None
+
+
+__all__ = [
+    "BM25_WEIGHTS", "FTS_ROUTES", "ROUTES", "TRIGRAM_MIN", "TRIGRAM_SPELLINGS", "TermSql",
+    "column_filter", "compile_term", "fts_expression", "predicate", "score_expression", "table",
+]

@@ -1,0 +1,96 @@
+"""``doctor``: what this host can do, and how an archive's indexes are doing."""
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+
+
+def host_report() -> list[tuple[str, str, bool]]:
+    """(item, finding, ok) rows about this Python, its SQLite hosts and the extension."""
+    import apsw
+
+    from . import _native
+    from .errors import ExtensionError
+    from .loader import load, loadable_path
+
+    rows = []
+    rows.append(("APSW", f"{apsw.apsw_version()} with SQLite {apsw.sqlite_lib_version()}", True))
+    conn = apsw.Connection(":memory:")
+    try:
+        fts5 = "ENABLE_FTS5" in {r[0] for r in conn.execute("PRAGMA compile_options")}
+        rows.append(("FTS5 in APSW's SQLite", "yes" if fts5 else "no (SQLITE_ENABLE_FTS5 missing)", fts5))
+        try:
+            load(conn)
+            rows.append(("extension loads into APSW", "yes", True))
+        except ExtensionError as exc:
+            rows.append(("extension loads into APSW", f"no: {exc}", False))
+    finally:
+        conn.close()
+    rows.append(("compiled module", _native.module_path() or f"missing ({_native.IMPORT_ERROR})",
+                 _native.available()))
+    try:
+        path = loadable_path()
+        rows.append(("plain library (for .load)", path, True))
+    except ExtensionError as exc:
+        path = None
+        rows.append(("plain library (for .load)", str(exc), False))
+    std = sqlite3.connect(":memory:")
+    try:
+        if hasattr(std, "enable_load_extension"):
+            try:
+                load(std)
+                finding = f"SQLite {sqlite3.sqlite_version}: loads"
+                ok = True
+            except ExtensionError as exc:
+                finding, ok = f"SQLite {sqlite3.sqlite_version}: {exc}", False
+        else:
+            finding = (f"SQLite {sqlite3.sqlite_version}: built without extension loading "
+                       "(use APSW; the Archive does)")
+            ok = True  # expected on many Pythons; not a fault of this install
+        rows.append(("stdlib sqlite3", finding, ok))
+    finally:
+        std.close()
+    shell = shutil.which("sqlite3")
+    if shell and path:
+        try:
+            out = subprocess.run(
+                [shell, ":memory:", "-cmd", f".load {path}",
+                 "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='cjk_unicode61'); SELECT sqlite_version();"],
+                capture_output=True, text=True, timeout=20)
+            ok = out.returncode == 0
+            finding = f"SQLite {out.stdout.strip()}: loads" if ok else f"fails: {out.stderr.strip()}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            ok, finding = False, str(exc)
+        rows.append((f"sqlite3 shell ({shell})", finding, ok))
+    else:
+        rows.append(("sqlite3 shell", "not installed" if not shell else "no library to load", True))
+    return rows
+
+
+def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str, bool]]:
+    from .archive import Archive
+
+    rows = []
+    if not os.path.exists(path):
+        return [("archive", f"{path}: no such file", False)]
+    with Archive(path, auto_catch_up=0) as ar:
+        rows.append(("archive", f"{path}: {ar.count_sessions():,} sessions, {ar.count_messages():,} messages", True))
+        rows.append(("extension here", "loaded" if ar.extension_loaded else f"not loaded: {ar.extension_error}",
+                     ar.extension_loaded))
+        sizes = ar.index_sizes() if hasattr(ar, "index_sizes") else {}
+        for route, st in ar.index_status().items():
+            ok = st["served"]
+            detail = f"{st['status']}, {'served' if st['served'] else 'NOT served'}"
+            if st["behind"] or st["backlog"]:
+                detail += f", {st['behind']:,} rows behind ({st['backlog']:,} changes queued)"
+                detail += "; run `cjk-tokenizer rebuild DB` on a host with the extension" \
+                    if not st["tokenizer_available"] else "; run `cjk-tokenizer rebuild DB` to catch up"
+            if route in sizes:
+                detail += f", {sizes[route] / 2**20:,.1f} MiB"
+            rows.append((f"index {route}", detail, ok))
+        if integrity:
+            for route, verdict in ar.integrity_check().items():
+                rows.append((f"integrity {route}", verdict, verdict == "ok" or verdict.startswith("skipped")))
+    return rows

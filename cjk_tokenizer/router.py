@@ -1,0 +1,208 @@
+"""Which route answers a query, and why.
+
+Every term of the parsed query (query.py) gets a route; the compilers
+(compile.py) turn it into SQL.  If all terms land on one index and each is a
+plain MATCH there, the query runs as one FTS5 MATCH ranked by bm25 ("fts"
+plan).  Otherwise it runs as one boolean expression over ``messages`` whose
+terms are ``id IN (MATCH ...)`` subqueries, ``instr()`` scans and Python checks
+("combined" plan) — same meaning, as each term's SQL is exact on its own.
+
+Routing table
+-------------
+=============================  ==============================  =====================================
+term                           cjk index live                  cjk index not live
+=============================  ==============================  =====================================
+CJK run, 1-2 characters        cjk: ``"X"*`` / ``"XY"``        scan: ``instr()`` on every row
+CJK run, >= 3 characters       cjk: phrase of bigrams          trigram (every raw spelling); scan
+                                                               if trigram is not live
+words only (Latin, code, ...)  cjk (unicode61 semantics        unicode61 (word semantics, bm25),
+                               inside)                         plus trigram + Python check for words
+                                                               glued to CJK text (修改youer服务);
+                                                               scan if unicode61 is not live
+CJK mixed with words           cjk: one phrase                 scan: Python check of the rows that
+                                                               hold the parts (CJK parts found by
+                                                               trigram or instr(), words by
+                                                               unicode61 + trigram)
+=============================  ==============================  =====================================
+
+The cjk route checks in Python only terms with a one-character CJK unit after
+another unit (``abc别``).  Without the cjk index, words glued to CJK text are
+missed when trigram is not live or the word is under 3 characters (explain()
+says ``exact: false``) — except in a negated term, where the router checks
+every non-ASCII row instead, so that an exclusion never lets a message through.
+
+``route=`` forces one route for every term (QueryError if that route is not
+live or cannot express a term: unicode61 cannot find CJK text, trigram only
+finds CJK runs of >= 3 characters; scan can express everything, slowly).
+
+Ranking: an fts plan orders by ``bm25(index, *BM25_WEIGHTS)``; a combined plan
+by bm25 of its positive terms on the best index among them (cjk, then
+unicode61, then trigram), rows found only by scan or glued-word checks last.
+Ties and queries without positive terms: newest first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .compile import (
+    BM25_WEIGHTS,
+    TRIGRAM_SPELLINGS,
+    FTS_ROUTES,
+    ROUTES,
+    TRIGRAM_MIN,
+    TermSql,
+    compile_term,
+    fts_expression,
+    score_expression,
+    table,
+)
+from .errors import QueryError
+from .query import Term, has_positive, negative_terms, positive_terms, terms
+
+
+@dataclass
+class Plan:
+    node: object
+    columns: tuple
+    live: frozenset
+    forced: str | None
+    forms: dict = field(default_factory=dict)  # Term -> TermSql
+    reasons: dict = field(default_factory=dict)  # Term -> why this route
+    kind: str = "combined"  # "fts" or "combined"
+    fts_route: str | None = None
+    match: str | None = None
+    score_route: str | None = None
+    score_match: str | None = None
+
+    @property
+    def routes(self) -> list[str]:
+        used = {f.route for f in self.forms.values()}
+        return [r for r in ROUTES if r in used]
+
+    @property
+    def label(self) -> str:
+        return "+".join(self.routes)
+
+    @property
+    def exact(self) -> bool:
+        return all(f.exact for f in self.forms.values())
+
+    def explain(self) -> dict:
+        out = {
+            "query": str(self.node),
+            "live_indexes": sorted(self.live),
+            "columns": list(self.columns),
+            "forced_route": self.forced,
+            "route": self.label,
+            "plan": self.kind,
+            "exact": self.exact,
+            "terms": [],
+        }
+        if self.kind == "fts":
+            t = table(self.fts_route)
+            out["how"] = f"one MATCH on {t}"
+            out["match"] = self.match
+            out["rank"] = f"bm25({t}, {', '.join(map(str, BM25_WEIGHTS))})"
+        else:
+            out["how"] = "one boolean expression over messages combining the terms' own SQL"
+            out["rank"] = (
+                f"bm25({table(self.score_route)}) of {self.score_match}; other rows after"
+                if self.score_match
+                else "newest first (no indexed positive term to score)"
+            )
+        if not has_positive(self.node):
+            out["note"] = "no positive term: every message in scope that lacks the excluded terms"
+        for t in dict.fromkeys(terms(self.node)):
+            f: TermSql = self.forms[t]
+            out["terms"].append({
+                "term": str(t),
+                "typed": t.text,
+                "units": [[u.kind, u.text] for u in t.units],
+                "route": f.route,
+                "why": self.reasons[t],
+                "how": f.how,
+                "exact": f.exact,
+            })
+        return out
+
+
+def _auto(term: Term, live: frozenset, columns, negated: bool) -> tuple[TermSql, str]:
+    tri = "trigram" in live
+    if "cjk" in live:
+        return compile_term("cjk", term, columns), "the cjk index answers every term"
+    if term.words_only:
+        if "unicode61" in live:
+            why = "words: the unicode61 index (word semantics, bm25)"
+            if tri:
+                why += "; trigram for words glued to CJK text"
+            if negated:
+                why += "; negated, so glued occurrences are checked exhaustively"
+            return compile_term("unicode61", term, columns, trigram=tri, exhaustive=negated), why
+        return compile_term("scan", term, columns, trigram=tri), "words, but no word index is live"
+    if all(u.kind == "cjk" for u in term.units):
+        if tri:
+            form = compile_term("trigram", term, columns)
+            if form is not None:
+                return form, f"CJK text of >= {TRIGRAM_MIN} characters without the cjk index: trigram"
+            return compile_term("scan", term, columns, trigram=tri), (
+                f"CJK text with a part under {TRIGRAM_MIN} characters (or too many spellings) "
+                "without the cjk index: scan")
+        return compile_term("scan", term, columns), "CJK text without the cjk or trigram index: scan"
+    return (compile_term("scan", term, columns, trigram=tri, words="unicode61" in live),
+            "CJK mixed with words without the cjk index: scan")
+
+
+_CANNOT = {
+    "unicode61": "unicode61 indexes a whole CJK run as one token, so it cannot find CJK text",
+    "trigram": f"trigram only expresses CJK runs of >= {TRIGRAM_MIN} characters with a part of at most "
+               f"{TRIGRAM_SPELLINGS} width/voiced-mark spellings (not words: it knows neither word boundaries "
+               "nor accent folding)",
+}
+
+
+def _forced(term: Term, route: str, live: frozenset, columns, negated: bool) -> tuple[TermSql, str]:
+    form = compile_term(route, term, columns, trigram=(route == "unicode61" and "trigram" in live),
+                        exhaustive=negated)
+    if form is None:
+        raise QueryError(f"route {route!r} cannot express {term}: {_CANNOT[route]}")
+    return form, f"route={route!r} was requested"
+
+
+def check_live(live_indexes) -> frozenset:
+    live = frozenset(live_indexes)
+    unknown = live - set(FTS_ROUTES)
+    if unknown:
+        raise ValueError(f"unknown index(es) {sorted(unknown)}; live_indexes is a subset of {list(FTS_ROUTES)}")
+    return live
+
+
+def plan(node, live_indexes, *, columns, route: str | None = None) -> Plan:
+    """Choose the route of every term of ``node`` and how to run the whole query."""
+    live = check_live(live_indexes)
+    columns = tuple(columns)
+    if route is not None:
+        if route not in ROUTES:
+            raise QueryError(f"unknown route {route!r}; choose one of {', '.join(ROUTES)}")
+        if route != "scan" and route not in live:
+            raise QueryError(f"route {route!r} is not available: its index is not live "
+                             f"(live: {', '.join(sorted(live)) or 'none'})")
+    p = Plan(node, columns, live, route)
+    negated = set(negative_terms(node))
+    for t in dict.fromkeys(terms(node)):
+        neg = t in negated
+        form, why = _forced(t, route, live, columns, neg) if route else _auto(t, live, columns, neg)
+        p.forms[t] = form
+        p.reasons[t] = why
+    used = p.routes
+    if len(used) == 1 and used[0] in FTS_ROUTES:
+        match = fts_expression(node, p.forms, columns)
+        if match is not None:
+            p.kind, p.fts_route, p.match = "fts", used[0], match
+            return p
+    for r in FTS_ROUTES:
+        if any(p.forms[t].route == r for t in positive_terms(node)):
+            sm = score_expression(node, p.forms, r, columns)
+            if sm:
+                p.score_route, p.score_match = r, sm
+                break
+    return p

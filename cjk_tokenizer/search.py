@@ -1,0 +1,308 @@
+"""Search an archive connection: parse, route, run, build hits.
+
+``run_search`` is what ``Archive.search`` calls; ``explain`` is what
+``Archive.explain`` calls.  Both take the set of live FTS indexes from the
+caller (the archive knows which are built and current).
+
+Sorting
+-------
+relevance   bm25 with column weights compile.BM25_WEIGHTS (content 10,
+            reasoning 2, tool_name 3, tool_calls 3); ties newest first.
+newest      message id descending, oldest: ascending.  Ids are rowids, which
+            grow with every append, so this is arrival order; an fts plan
+            walks the FTS index in rowid order and stops after ``limit`` hits
+            instead of scoring every match (a combined plan walks messages by
+            id the same way).  An import of old messages after new ones gets
+            higher ids; ``timestamp`` is not consulted.
+(How each plan ranks: router.py.)
+
+Filters
+-------
+roles (a role or a list of roles), session_id, and a half-open time range
+``after <= timestamp < before`` (unix seconds, or datetime).  ``limit`` is
+1..MAX_LIMIT.  Bad values raise QueryError, never an empty result.
+
+Hits
+----
+``matched_in`` lists the searched columns (FTS order: content, reasoning,
+tool_name, tool_calls) where a searched-for term matches: 'content' is what
+was said, 'reasoning' what was thought.  The snippet comes from the matched
+column with the most distinct searched-for terms, ties going to the earlier
+column (so visible content wins), is at most ``snippet_chars`` characters,
+ellipses included, and contains the match; ``highlight`` is the match's span
+in it.  A query with only exclusions shows the start of the first non-empty
+column.  On a single-MATCH plan over the cjk index the C auxiliary function
+``cjk_match`` (same rules) builds it when the extension provides it;
+everywhere else snippet.py does, from the match evaluate.py finds.
+``route`` names the route(s) that served the query ("cjk", "unicode61+scan").
+
+SQL functions
+-------------
+``run_search`` registers on the connection, once: ``cjk_fold(text)`` (the C
+width folding, for scans: without the extension SQLite has no such function)
+and ``cjk_term_match(term_key, col, ...)`` (evaluate.py's check of one term,
+for the rows an index can only narrow down).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import threading
+import weakref
+from dataclasses import dataclass, field
+
+from . import _native
+from .compile import BM25_WEIGHTS, predicate, table
+from .errors import QueryError
+from .evaluate import first_match, matched_terms, sql_term_match
+from .query import parse
+from .router import Plan, plan as make_plan
+from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES
+from .snippet import ELLIPSIS, make_snippet
+from .units import clean
+
+SORTS = ("relevance", "newest", "oldest")
+MAX_LIMIT = 1000
+SNIPPET_CHARS = 160
+MIN_SNIPPET_CHARS = 20
+AUX_FUNCTION = "cjk_match"
+
+
+@dataclass
+class Hit:
+    message_id: int
+    session_id: str
+    role: str
+    timestamp: float | None
+    snippet: str
+    matched_in: list = field(default_factory=list)
+    route: str = ""
+    column: str | None = None  # the column the snippet comes from
+    highlight: tuple | None = None  # (start, end) of the match within snippet
+
+
+def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
+    wanted = set(DEFAULT_COLUMNS) | ({"reasoning"} if include_reasoning else set())
+    return tuple(c for c in FTS_COLUMNS if c in wanted)
+
+
+# ---- SQL functions ------------------------------------------------------------
+
+_registered = weakref.WeakKeyDictionary()  # connection -> {"aux": cjk_match usable}
+_reg_lock = threading.Lock()
+
+
+def _sql_fold(text):
+    return _native.fold(clean(text)) if isinstance(text, str) else ""
+
+
+def ensure_functions(conn) -> dict:
+    """Register ``cjk_fold(text)`` and ``cjk_term_match(term, col...)`` once per connection."""
+    with _reg_lock:
+        state = _registered.get(conn)
+        if state is None:
+            if hasattr(conn, "create_scalar_function"):  # APSW
+                conn.create_scalar_function("cjk_fold", _sql_fold, 1, deterministic=True)
+                conn.create_scalar_function("cjk_term_match", sql_term_match, -1, deterministic=True)
+            else:  # stdlib sqlite3
+                conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
+                conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
+            state = _registered[conn] = {"aux": False}
+        return state
+
+
+def _aux_available(conn, state) -> bool:
+    # Only success is remembered: the extension or the cjk table may come later.
+    if not state["aux"]:
+        t = table("cjk")
+        try:
+            conn.execute(f"SELECT {AUX_FUNCTION}({t}, 'content', 10) FROM {t} WHERE {t} MATCH 'x' LIMIT 0").fetchall()
+            state["aux"] = True
+        except Exception:  # "no such function" (an older extension), or no cjk table
+            return False
+    return True
+
+
+# ---- argument checks -----------------------------------------------------------
+
+
+def _time(name: str, value):
+    if value is None:
+        return None
+    if isinstance(value, _dt.datetime):
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise QueryError(f"{name} must be a unix timestamp (int or float) or a datetime, not {value!r}")
+    return float(value)
+
+
+def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
+    sql, params = [], []
+    if roles is not None:
+        if isinstance(roles, str):
+            roles = [roles]
+        roles = list(roles)
+        if not roles or not all(isinstance(r, str) for r in roles):
+            raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
+        sql.append(f"m.role IN ({', '.join('?' * len(roles))})")
+        params.extend(roles)
+    if session_id is not None:
+        if not isinstance(session_id, str):
+            raise QueryError(f"session_id must be a str, not {type(session_id).__name__}")
+        sql.append("m.session_id = ?")
+        params.append(session_id)
+    lo, hi = _time("after", after), _time("before", before)
+    if lo is not None and hi is not None and lo >= hi:
+        raise QueryError(f"empty time range: after ({after}) must be earlier than before ({before})")
+    if lo is not None:
+        sql.append("m.timestamp >= ?")
+        params.append(lo)
+    if hi is not None:
+        sql.append("m.timestamp < ?")
+        params.append(hi)
+    return "".join(f" AND {s}" for s in sql), tuple(params)
+
+
+def _check(sort, limit, snippet_chars):
+    if sort not in SORTS:
+        raise QueryError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise QueryError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
+    if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or snippet_chars < MIN_SNIPPET_CHARS:
+        raise QueryError(f"snippet_chars must be an integer >= {MIN_SNIPPET_CHARS}, not {snippet_chars!r}")
+
+
+# ---- running a plan -------------------------------------------------------------
+
+
+def _weights() -> str:
+    return ", ".join(map(str, BM25_WEIGHTS))
+
+
+def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple]) -> list[int]:
+    """Message ids of the plan's hits, best first."""
+    fsql, fparams = filters
+    if p.kind == "fts":
+        t = table(p.fts_route)
+        order = {
+            "relevance": f"bm25({t}, {_weights()}), {t}.rowid DESC",
+            "newest": f"{t}.rowid DESC",
+            "oldest": f"{t}.rowid ASC",
+        }[sort]
+        sql = (f"SELECT {t}.rowid FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+               f"WHERE {t} MATCH ?{fsql} ORDER BY {order} LIMIT ?")
+        params = (p.match, *fparams, limit)
+    else:
+        where, wparams = predicate(p.node, p.forms)
+        head, join, sparams = "", "", ()
+        if sort == "relevance" and p.score_match:
+            st = table(p.score_route)
+            head = (f"WITH sc(id, score) AS MATERIALIZED "
+                    f"(SELECT rowid, bm25({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?) ")
+            join = "LEFT JOIN sc ON sc.id = m.id "
+            sparams = (p.score_match,)
+        order = {
+            "relevance": "ifnull(sc.score, 0.0), m.id DESC" if join else "m.id DESC",
+            "newest": "m.id DESC",
+            "oldest": "m.id ASC",
+        }[sort]
+        sql = f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{fsql} ORDER BY {order} LIMIT ?"
+        params = (*sparams, *wparams, *fparams, limit)
+    return [row[0] for row in conn.execute(sql, params)]
+
+
+def _aux_results(conn, p: Plan, ids: list[int], snippet_chars: int) -> dict:
+    """cjk_match() output per id, when the plan is one exact MATCH on the cjk index."""
+    t = table("cjk")
+    marks = ", ".join("?" * len(ids))
+    out = {}
+    try:
+        # no highlight markers (Hit.highlight says where); its size excludes
+        # the two ellipses, ours includes them
+        rows = conn.execute(
+            f"SELECT rowid, {AUX_FUNCTION}({t}, ?, ?, '', '', ?) FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})",
+            (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS, p.match, *ids),
+        )
+        for rowid, raw in rows:
+            data = json.loads(raw) if isinstance(raw, str) else None
+            if isinstance(data, dict) and isinstance(data.get("snippet"), str):
+                out[rowid] = data
+    except Exception:  # an aux function we cannot use: the Python builder serves
+        return {}
+    return out
+
+
+def _from_aux(aux: dict, cols: dict, columns: tuple):
+    """(matched_in, column, snippet, highlight) from cjk_match's JSON, or None
+    if it is not what the contract in csrc/cjk_aux.h promises."""
+    reported = aux.get("matched_in")
+    column = aux.get("column")
+    if not isinstance(reported, list):
+        return None
+    where = [c for c in columns if c in reported]
+    if column not in where:
+        return None
+    snippet = clean(aux["snippet"])
+    highlight = None
+    start, end = aux.get("start"), aux.get("end")
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
+        matched = (cols[column] or "")[start:end]
+        k = snippet.find(matched) if matched else -1
+        if k >= 0:
+            highlight = (k, k + len(matched))
+    return where, column, snippet, highlight
+
+
+def _from_python(p: Plan, cols: dict, snippet_chars: int):
+    found = matched_terms(p.node, cols)
+    where = [c for c in p.columns if found[c]]
+    if where:  # most distinct terms; ties to the earlier column
+        column = max(where, key=lambda c: (len(found[c]), -p.columns.index(c)))
+        span = first_match(p.node, cols[column])
+    else:  # nothing searched for (only exclusions): the message's start
+        column = next((c for c in p.columns if cols[c] and cols[c].strip()), None)
+        span = None
+    snippet, highlight = make_snippet(cols[column] if column else "", span, snippet_chars)
+    return where, column, snippet, highlight
+
+
+def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
+    mid, session_id, role, ts = row[:4]
+    texts = dict(zip(FTS_COLUMNS, row[4:]))
+    cols = {c: texts[c] for c in p.columns}
+    parts = (_from_aux(aux, cols, p.columns) if aux else None) or _from_python(p, cols, snippet_chars)
+    where, column, snippet, highlight = parts
+    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight)
+
+
+def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
+               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS) -> list[Hit]:
+    """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
+    _check(sort, limit, snippet_chars)
+    filters = _filters(roles, session_id, after, before)
+    node = parse(query)
+    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
+    state = ensure_functions(conn)
+    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters)
+    if not ids:
+        return []
+    rows = {}
+    marks = ", ".join("?" * len(ids))
+    for row in conn.execute(
+        f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})", ids
+    ):
+        rows[row[0]] = row
+    aux = {}
+    if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state):
+        aux = _aux_results(conn, p, ids, snippet_chars)
+    return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
+
+
+def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:
+    """Which route(s) would serve ``query`` and why (no database needed)."""
+    node = parse(query)
+    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
+    out = p.explain()
+    out["input"] = query
+    return out

@@ -1,0 +1,106 @@
+"""Raw spellings of folded text, for the routes that see unfolded text.
+
+The cjk index and the scan compare *folded* text (Ｈｅｌｌｏ = Hello,
+ｶﾞ = カ+゛ = ガ).  The trigram and unicode61 indexes hold the text as written,
+so to find every occurrence of a folded string they must look for each way it
+can be written.  This module answers "which raw strings fold to this?" by
+asking the C folding itself (``_native.fold``) once for every character of the
+Basic Multilingual Plane, where every width variant lives, and for every CJK
+letter followed by each voiced mark; Python keeps no folding table of its own.
+
+A character is *stable* when it is written only one way and never merges with
+a following mark: then the raw text contains it exactly where the folded text
+does, and plain ``instr()``/trigram on raw text is exact for it.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from functools import lru_cache
+
+from . import _native
+
+# Code points probed: the BMP (all width variants are there).
+_PROBE_LIMIT = 0x10000
+_lock = threading.Lock()
+_tables = None  # (inverse: dict[str, tuple[str, ...]], bases: frozenset[str])
+
+
+def _build():
+    cps = [c for c in range(1, _PROBE_LIMIT) if not (0xD800 <= c < 0xE000) and c != 0x0A]
+    folded = _native.fold("\n".join(map(chr, cps))).split("\n")
+    assert len(folded) == len(cps), "folding must keep newlines as they are"
+    inverse: dict[str, set[str]] = {}
+    for cp, f in zip(cps, folded):
+        ch = chr(cp)
+        if f != ch:
+            inverse.setdefault(f, {f}).add(ch)
+    # Marks are whatever folds to a combining voiced mark; bases are the CJK
+    # letters that merge with one of them.
+    marks = sorted(c for c, f in zip(cps, folded) if len(f) == 1 and 0x3099 <= ord(f) <= 0x309A)
+    letters = "".join(map(chr, cps))
+    mask = _native.cjk_mask(letters)
+    cjk = [ch for ch, m in zip(letters, mask) if m]
+    pairs = [b + chr(m) for b in cjk for m in marks]
+    composed = _native.fold("\n".join(pairs)).split("\n")
+    bases = set()
+    for pair, f in zip(pairs, composed):
+        if len(f) == 1:
+            bases.add(pair[0])
+            inverse.setdefault(f, {f}).add(pair)
+    return {k: tuple(sorted(v)) for k, v in inverse.items()}, frozenset(bases)
+
+
+def _get():
+    global _tables
+    if _tables is None:
+        with _lock:
+            if _tables is None:
+                _tables = _build()
+    return _tables
+
+
+def preimages(ch: str) -> tuple[str, ...]:
+    """Every raw string (1 or 2 characters) that folds to the character ``ch``."""
+    return _get()[0].get(ch, (ch,))
+
+
+@lru_cache(maxsize=8192)
+def is_stable(ch: str) -> bool:
+    inverse, bases = _get()
+    return ch not in inverse and ch not in bases
+
+
+def all_stable(text: str) -> bool:
+    return all(is_stable(c) for c in text)
+
+
+def count(text: str) -> int:
+    n = 1
+    for c in text:
+        n *= len(preimages(c))
+    return n
+
+
+def spellings(text: str, cap: int) -> list[str] | None:
+    """All raw spellings of folded ``text``, or None if there are more than ``cap``."""
+    if count(text) > cap:
+        return None
+    return ["".join(p) for p in itertools.product(*(preimages(c) for c in text))]
+
+
+def best_window(text: str, min_len: int, cap: int) -> tuple[str, list[str]] | None:
+    """The longest substring of ``text`` (at least ``min_len`` characters) whose
+    spellings number at most ``cap``, with those spellings; ties go to the
+    fewest spellings.  None if there is none."""
+    n = len(text)
+    for size in range(n, min_len - 1, -1):
+        best = None
+        for i in range(0, n - size + 1):
+            window = text[i : i + size]
+            k = count(window)
+            if k <= cap and (best is None or k < best[0]):
+                best = (k, window)
+        if best is not None:
+            return best[1], spellings(best[1], cap)
+    return None

@@ -1,0 +1,250 @@
+"""The unit stream: what a text means to search, on every route.
+
+A text (a message column or a query term) is width-folded by the C folding,
+split into runs of CJK letters by the C definition of CJK, and everything
+between the runs is tokenized by SQLite's own ``unicode61`` tokenizer with
+``remove_diacritics 2`` (case-folded, accents removed).  The result is a list
+of units, in text order::
+
+    修改Café服务, please  ->  cjk 修改, word cafe, cjk 服务, word please
+
+This is exactly the information the ``cjk_unicode61`` index holds (its bigrams
+are only a way of finding substrings of the CJK runs; its gap tokens say that
+two runs are adjacent units), which is why every route is checked against it.
+Nothing here knows which characters are CJK or how folding works: both come
+from the compiled C helpers (``_native``), and the word tokenizer is SQLite's.
+
+Offsets are characters of the folded text; ``Analysis.raw_span`` maps them
+back to the original text for snippets.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from . import _native
+
+WORD = "word"
+CJK = "cjk"
+
+# How the word tokenizer is configured: the same as the cjk and unicode61
+# indexes (see schema.FTS_INDEXES).
+WORD_TOKENIZER = ("unicode61", ("remove_diacritics", "2"))
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_RUN = re.compile(rb"\x01+")
+_FTS5_TOKENIZE_DOCUMENT = 0x0004
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit: a CJK run (folded) or a word (unicode61-normalized)."""
+
+    kind: str  # CJK or WORD
+    text: str
+    # the folded text as written (before case folding and accent removal);
+    # not part of the unit's identity
+    surface: str = field(default="", compare=False, repr=False)
+
+    def __str__(self) -> str:  # for explain() and test messages
+        return self.text
+
+
+def clean(text: str) -> str:
+    """Replace lone surrogates (not encodable as UTF-8) by U+FFFD.
+
+    Python strings may hold them; SQLite and the C helpers cannot.  U+FFFD is
+    what unicode61 makes of invalid UTF-8: a separator.  Length is unchanged.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+_local = threading.local()
+
+
+def _word_tokenizer():
+    # One private in-memory connection per thread: the built-in tokenizer
+    # needs no extension, and threads never contend for one connection.
+    tok = getattr(_local, "tok", None)
+    if tok is None:
+        try:
+            import apsw
+        except ImportError as exc:  # a declared dependency; say so plainly
+            from .errors import CjkTokenizerError
+
+            raise CjkTokenizerError(f"searching needs APSW for SQLite's unicode61 tokenizer ({exc}); "
+                                    "pip install apsw") from exc
+
+        _local.conn = apsw.Connection(":memory:")
+        name, args = WORD_TOKENIZER
+        tok = _local.tok = _local.conn.fts5_tokenizer(name, list(args))
+    return tok
+
+
+def word_tokens(data: bytes) -> list:
+    """unicode61 tokens of UTF-8 ``data``: ``[(start, end, token, ...), ...]``."""
+    if not data:
+        return []
+    return _word_tokenizer()(data, _FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False)
+
+
+# Texts are tokenized in pieces of at most this many characters, cut after a
+# newline or space (always separators), to bound one tokenizer call's memory.
+_CHUNK = 1 << 20
+
+
+def _tokens(masked: str) -> list[tuple[int, int, str]]:
+    """unicode61 tokens of ``masked`` as (start, end, token), character offsets."""
+    out: list[tuple[int, int, str]] = []
+    base, n = 0, len(masked)
+    while base < n:
+        cut = n
+        if n - base > _CHUNK:
+            cut = max(masked.rfind("\n", base, base + _CHUNK), masked.rfind(" ", base, base + _CHUNK)) + 1
+            if cut <= base:  # nowhere to cut: the rest in one piece
+                cut = n
+        piece = masked[base:cut]
+        data = piece.encode("utf-8")
+        toks = word_tokens(data)
+        if len(data) == len(piece):  # ASCII: bytes are characters
+            out.extend((base + a, base + b, t) for a, b, t in toks)
+        else:
+            pb = pc = 0
+            for a, b, t in toks:
+                pc += len(data[pb:a].decode("utf-8"))
+                cs = pc
+                pc += len(data[a:b].decode("utf-8"))
+                pb = b
+                out.append((base + cs, base + pc, t))
+        base = cut
+    return out
+
+
+class Analysis:
+    """A text as units.  Offsets are character offsets into ``folded``.
+
+    The word tokens are computed at once; the merged unit list only when a
+    term of several units (or a span) needs it, which keeps the common
+    single-word and single-run checks cheap on multi-megabyte texts.
+    """
+
+    __slots__ = ("raw", "folded", "runs", "tokens", "_words", "_units")
+
+    def __init__(self, raw: str):
+        self.raw = clean(raw)
+        self.folded = _native.fold(self.raw)
+        mask = _native.cjk_mask(self.folded)
+        self.runs = [m.span() for m in _RUN.finditer(mask)]
+        masked = self.folded
+        if self.runs:  # every CJK letter becomes one space: same offsets, no words inside runs
+            pieces, pos, f = [], 0, self.folded
+            for a, b in self.runs:
+                pieces.append(f[pos:a])
+                pieces.append(" " * (b - a))
+                pos = b
+            pieces.append(f[pos:])
+            masked = "".join(pieces)
+        self.tokens = _tokens(masked)
+        self._words = None
+        self._units = None
+
+    @property
+    def words(self) -> frozenset:
+        if self._words is None:
+            self._words = frozenset(t for _, _, t in self.tokens)
+        return self._words
+
+    def _merge(self):
+        if self._units is None:
+            f = self.folded
+            # runs and words never overlap, so starts are distinct
+            entries = [(a, b, None) for a, b in self.runs] + self.tokens
+            entries.sort(key=lambda e: e[0])
+            units, starts, ends = [], [], []
+            for a, b, t in entries:
+                if t is None:
+                    units.append(Unit(CJK, f[a:b], f[a:b]))
+                else:
+                    units.append(Unit(WORD, t, f[a:b]))
+                starts.append(a)
+                ends.append(b)
+            self._units = (units, starts, ends)
+        return self._units
+
+    @property
+    def units(self) -> list[Unit]:
+        return self._merge()[0]
+
+    @property
+    def starts(self) -> list[int]:
+        return self._merge()[1]
+
+    @property
+    def ends(self) -> list[int]:
+        return self._merge()[2]
+
+    def raw_span(self, start: int, end: int) -> tuple[int, int]:
+        """Character span of ``raw`` that folds to ``folded[start:end]``."""
+        if len(self.folded) == len(self.raw):  # folding kept every character
+            return start, end
+        cmap = _fold_map(self.raw)
+        return cmap[start], cmap[end]
+
+
+@lru_cache(maxsize=4096)
+def _fold1(s: str) -> str:
+    return _native.fold(s)
+
+
+def _fold_map(raw: str) -> list[int]:
+    """folded char index -> raw char index (+ one entry for the end).
+
+    Folding only ever merges a character with the voiced mark after it, so a
+    walk that asks the C folding about each pair rebuilds the alignment.
+    """
+    out = []
+    i, n = 0, len(raw)
+    while i < n:
+        out.append(i)
+        if i + 1 < n and len(_fold1(raw[i : i + 2])) == 1:
+            i += 2
+        else:
+            i += 1
+    out.append(n)
+    return out
+
+
+_CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
+
+
+_last_big: tuple = ("", None)
+
+
+def analyze(text: str | None) -> Analysis:
+    """The units of a column text.  Cached: a row is analyzed for every term of
+    a query, for matched_in and for its snippet; big texts keep one entry."""
+    global _last_big
+    text = text or ""
+    if len(text) <= _CACHE_LIMIT:
+        return _analyze_cached(text)
+    cached_text, an = _last_big
+    if an is None or not (cached_text is text or cached_text == text):
+        an = Analysis(text)
+        _last_big = (text, an)
+    return an
+
+
+@lru_cache(maxsize=256)
+def _analyze_cached(text: str) -> Analysis:
+    return Analysis(text)
+
+
+def query_units(text: str) -> tuple[Unit, ...]:
+    """The units of a query term: the same procedure as for documents."""
+    return tuple(Analysis(text).units)

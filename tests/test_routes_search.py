@@ -1,0 +1,322 @@
+"""run_search / explain: what an Archive caller relies on — filters, sorting,
+reasoning, snippets, forced routes, errors and bounded time."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _search_corpus as corpus  # noqa: E402
+
+from cjk_tokenizer import fold  # noqa: E402
+from cjk_tokenizer.errors import QueryError  # noqa: E402
+from cjk_tokenizer.search import MAX_LIMIT, explain, run_search  # noqa: E402
+
+ALL = corpus.ALL_LIVE
+NO_EXT = frozenset({"unicode61", "trigram"})
+BIG = "填充文字 filler words. " * 60_000 + "部署 needle 在这里。" + "尾部 tail. " * 60_000  # ~2.5 MB
+
+ROWS = [
+    dict(id=1, session_id="a", role="user", timestamp=1000.0, content="部署失败了，请检查日志。deploy failed"),
+    dict(id=2, session_id="a", role="assistant", timestamp=1010.0, content="", reasoning="秘密的想法 zebraword only"),
+    dict(id=3, session_id="a", role="assistant", timestamp=1020.0, content="zebraword in content",
+         reasoning="zebraword again"),
+    dict(id=4, session_id="b", role="tool", timestamp=1030.0, content="output 大别山风景", tool_name="bash"),
+    dict(id=5, session_id="b", role="assistant", timestamp=1040.0, content="calling a tool",
+         tool_calls=json.dumps([{"name": "kubectl", "arguments": {"cmd": "kubectl rollout 部署"}}], ensure_ascii=False)),
+    dict(id=6, session_id="b", role="user", timestamp=1050.0, content="请修改youer服务"),
+    dict(id=7, session_id="c", role="user", timestamp=1060.0, content=BIG),
+    dict(id=8, session_id="c", role="user", timestamp=1070.0, content="abc 山别 def"),
+    dict(id=9, session_id="c", role="user", timestamp=1080.0, content="abc 别山 def"),
+    dict(id=10, session_id="c", role="assistant", timestamp=1090.0, content="Ｈｅｌｌｏ ｗｏｒｌｄ, ｶﾀｶﾅ"),
+]
+for r in ROWS:
+    for c in ("content", "reasoning", "tool_name", "tool_calls"):
+        r.setdefault(c, None)
+
+
+@pytest.fixture(scope="module")
+def conn():
+    c = corpus.build(ROWS)
+    yield c
+    c.close()
+
+
+def search(conn, q, **kw):
+    kw.setdefault("live_indexes", ALL)
+    return run_search(conn, q, **kw)
+
+
+def ids(hits):
+    return [h.message_id for h in hits]
+
+
+# ---- reasoning and matched_in ------------------------------------------------
+
+
+@pytest.mark.parametrize("live, route", [(ALL, None), (NO_EXT, None), (ALL, "cjk"), (ALL, "scan")])
+def test_reasoning_is_searched_only_on_request_and_labelled_thought(conn, live, route):
+    assert search(conn, "秘密", live_indexes=live, route=route) == []
+    hits = search(conn, "秘密", live_indexes=live, route=route, include_reasoning=True)
+    assert ids(hits) == [2]
+    assert hits[0].matched_in == ["reasoning"] and hits[0].column == "reasoning"
+    assert "秘密" in hits[0].snippet
+
+
+@pytest.mark.parametrize("live", [ALL, NO_EXT])
+def test_a_term_said_and_thought_is_reported_as_said_and_ranks_first(conn, live):
+    hits = search(conn, "zebraword", live_indexes=live, include_reasoning=True)
+    assert ids(hits) == [3, 2]  # content weighs more than reasoning
+    assert hits[0].matched_in == ["content", "reasoning"] and hits[0].column == "content"
+    assert hits[0].snippet == "zebraword in content"
+    assert hits[1].matched_in == ["reasoning"]
+
+
+def test_tool_calls_and_tool_name_are_searched_by_default(conn):
+    hits = search(conn, "kubectl")
+    assert ids(hits) == [5] and hits[0].matched_in == ["tool_calls"] and "kubectl" in hits[0].snippet
+    hits = search(conn, "bash")
+    assert ids(hits) == [4] and hits[0].matched_in == ["tool_name"]
+
+
+# ---- exact CJK semantics on every route -----------------------------------------
+
+
+@pytest.mark.parametrize("live, route", [(ALL, None), (NO_EXT, None), (frozenset({"unicode61"}), None),
+                                         (ALL, "cjk"), (ALL, "scan")])
+def test_one_cjk_character_finds_every_occurrence(conn, live, route):
+    # 别 starts a run (别山), ends one (山别) and sits inside one (大别山)
+    assert sorted(ids(search(conn, "别", live_indexes=live, route=route))) == [4, 8, 9]
+
+
+@pytest.mark.parametrize("live, route", [(ALL, None), (NO_EXT, None), (ALL, "scan")])
+def test_a_word_then_one_cjk_character_means_the_run_starts_there(conn, live, route):
+    # the cjk index alone would also match "abc 山别" (a run ending in 别)
+    assert ids(search(conn, "abc别", live_indexes=live, route=route)) == [9]
+    assert ids(search(conn, '"abc 别 def"', live_indexes=live, route=route)) == []
+
+
+@pytest.mark.parametrize("live", [ALL, NO_EXT])
+def test_words_glued_to_cjk_text_and_width_variants(conn, live):
+    assert ids(search(conn, "youer", live_indexes=live)) == [6]
+    assert ids(search(conn, "修改youer", live_indexes=live)) == [6]
+    assert ids(search(conn, "hello world", live_indexes=live)) == [10]
+    assert ids(search(conn, "カタカナ", live_indexes=live)) == [10]
+
+
+# ---- filters, sorting, limits -------------------------------------------------------
+
+
+def test_filters(conn):
+    assert sorted(ids(search(conn, "部署"))) == [1, 5, 7]
+    assert ids(search(conn, "部署", roles=["assistant"])) == [5]
+    assert ids(search(conn, "部署", roles="user", sort="oldest")) == [1, 7]
+    assert ids(search(conn, "部署", session_id="b")) == [5]
+    # after is inclusive, before exclusive
+    assert ids(search(conn, "部署", after=1040, sort="oldest")) == [5, 7]
+    assert ids(search(conn, "部署", before=1040)) == [1]
+    import datetime as dt
+
+    assert ids(search(conn, "部署", after=dt.datetime.fromtimestamp(1040, dt.timezone.utc), before=1060.5,
+                      sort="oldest")) == [5, 7]
+
+
+@pytest.mark.parametrize("live", [ALL, NO_EXT, frozenset()])
+def test_newest_and_oldest(conn, live):
+    assert ids(search(conn, "部署 OR zebraword OR 别", live_indexes=live, sort="newest")) == [9, 8, 7, 5, 4, 3, 1]
+    assert ids(search(conn, "部署 OR zebraword OR 别", live_indexes=live, sort="oldest", limit=3)) == [1, 3, 4]
+
+
+def test_newest_first_does_not_score_every_match(conn):
+    """On an fts plan, newest/oldest walk the index in rowid order: no sort step."""
+    seen = []
+
+    def trace(cursor, sql, bindings):
+        seen.append((sql, bindings))
+        return True
+
+    conn.exec_trace = trace
+    try:
+        search(conn, "部署", sort="newest", limit=1)
+        search(conn, "部署", sort="relevance", limit=1)
+    finally:
+        conn.exec_trace = None
+    plans = []
+    for sql, bindings in seen:
+        if "MATCH" in sql and "ORDER BY" in sql:
+            plans.append(" ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings)))
+    assert len(plans) == 2
+    assert "TEMP B-TREE" not in plans[0]
+    assert "TEMP B-TREE" in plans[1]  # bm25 must score every match to rank
+
+
+def test_pure_negation_lists_everything_else_newest_first(conn):
+    hits = search(conn, "-部署 -zebraword", sort="relevance")
+    assert ids(hits) == [10, 9, 8, 6, 4, 2]
+    assert all(h.matched_in == [] for h in hits)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(limit=0), "limit"), (dict(limit=MAX_LIMIT + 1), "limit"), (dict(limit=True), "limit"),
+    (dict(limit="5"), "limit"), (dict(sort="best"), "sort"), (dict(roles=[]), "roles"), (dict(roles=[1]), "roles"),
+    (dict(session_id=5), "session_id"), (dict(after="yesterday"), "after"), (dict(before=float("nan")), "before"),
+    (dict(after=2000, before=1000), "empty time range"), (dict(after=1000, before=1000), "empty time range"),
+    (dict(route="fastest"), "unknown route"), (dict(route="cjk", live_indexes=NO_EXT), "not live"),
+    (dict(snippet_chars=5), "snippet_chars"),
+])
+def test_bad_arguments_are_clear_errors(conn, kwargs, message):
+    with pytest.raises(QueryError, match=message):
+        search(conn, "部署", **kwargs)
+
+
+def test_limit_bounds(conn):
+    assert len(search(conn, "部署", limit=1)) == 1
+    assert len(search(conn, "部署", limit=MAX_LIMIT)) == 3
+
+
+# ---- forced routes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query, route, message", [
+    ("大别山", "unicode61", "cannot find CJK text"),
+    ("修改youer", "unicode61", "cannot find CJK text"),
+    ("部署", "trigram", "trigram only"),
+    ("deploy", "trigram", "trigram only"),
+])
+def test_a_route_that_cannot_express_the_query_is_refused(conn, query, route, message):
+    with pytest.raises(QueryError, match=message):
+        search(conn, query, route=route)
+
+
+def test_every_forced_route_reports_itself(conn):
+    assert {h.route for h in search(conn, "大别山", route="trigram")} == {"trigram"}
+    assert {h.route for h in search(conn, "deploy", route="unicode61")} == {"unicode61"}
+    assert {h.route for h in search(conn, "deploy", route="scan")} == {"scan"}
+    assert {h.route for h in search(conn, "deploy")} == {"cjk"}
+    assert {h.route for h in search(conn, "部署 OR deploy", live_indexes=NO_EXT)} == {"unicode61+scan"}
+
+
+# ---- snippets and big rows ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("query, needle", [("部署", "部署"), ("needle", "needle"), ("deploy", "deploy"),
+                                           ("大别山", "大别山"), ("youer", "youer"), ("ｈｅｌｌｏ", "ｈｅｌｌｏ")])
+@pytest.mark.parametrize("live, route", [(ALL, None), (ALL, "cjk"), (ALL, "unicode61"), (ALL, "trigram"),
+                                         (ALL, "scan"), (NO_EXT, None)])
+def test_snippets_hold_the_match_within_the_limit_on_every_route(conn, query, needle, live, route):
+    try:
+        hits = search(conn, query, live_indexes=live, route=route, snippet_chars=60)
+    except QueryError:
+        assert route is not None
+        return
+    assert hits
+    for h in hits:
+        assert len(h.snippet) <= 60
+        h.snippet.encode("utf-8")
+        assert fold(needle).lower() in fold(h.snippet).lower()
+        if h.highlight:
+            assert fold(h.snippet[h.highlight[0]:h.highlight[1]]).lower() == fold(needle).lower()
+
+
+@pytest.mark.parametrize("live, route", [(ALL, None), (NO_EXT, None), (ALL, "scan")])
+def test_a_multi_megabyte_message_is_found_quickly(conn, live, route):
+    t0 = time.perf_counter()
+    hits = search(conn, "needle", live_indexes=live, route=route)
+    assert ids(hits) == [7] and "needle" in hits[0].snippet and len(hits[0].snippet) <= 160
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_bad_query_input_is_bounded_and_clear(conn):
+    t0 = time.perf_counter()
+    with pytest.raises(QueryError):
+        search(conn, " ".join(f"w{i}" for i in range(10_000)))
+    with pytest.raises(QueryError):
+        search(conn, "\x00\x00")
+    with pytest.raises(QueryError):
+        search(conn, "\ud800")
+    assert ids(search(conn, "deploy\x00")) == [1]
+    assert ids(search(conn, "\ud800部署\udfff", session_id="a")) == [1]
+    assert time.perf_counter() - t0 < 2.0
+
+
+@pytest.mark.parametrize("query", [
+    " ".join(["deploy"] * 100), " OR ".join(f"w{i}" for i in range(100)), " ".join(["大别山"] * 100),
+    "deploy " + " ".join(f"-x{i}" for i in range(99)), '"' + " ".join(["deploy failed"] * 200) + '"',
+    '"' + " ".join(["修改youer"] * 150) + '"', "大别" * 2000, "(" * 32 + "deploy OR 部署" + ")" * 32,
+    " OR ".join(["修改youer服务"] * 100),
+], ids=["100-and", "100-or", "100-cjk", "99-not", "400-word-phrase", "300-unit-phrase", "4000-char-run",
+        "32-deep", "100-mixed-or"])
+def test_queries_at_the_limits_run_on_every_route(conn, query):
+    t0 = time.perf_counter()
+    for live, route in [(ALL, None), (NO_EXT, None), (frozenset({"unicode61"}), None), (frozenset(), None),
+                        (ALL, "cjk"), (ALL, "unicode61"), (ALL, "trigram")]:
+        try:
+            run_search(conn, query, live_indexes=live, route=route, session_id="a")
+        except QueryError:
+            assert route in ("unicode61", "trigram")  # cannot express: said clearly
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_hit_fields(conn):
+    (h,) = search(conn, "kubectl")
+    assert (h.message_id, h.session_id, h.role, h.timestamp, h.route) == (5, "b", "assistant", 1040.0, "cjk")
+    assert isinstance(h.snippet, str) and isinstance(h.matched_in, list)
+
+
+# ---- the C aux function, when the extension provides it --------------------------------
+
+
+def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
+    c = corpus.build(ROWS[:6])
+
+    def fake_cjk_match(api, *args):  # the JSON contract of csrc/cjk_aux.h
+        return json.dumps({"matched_in": ["content"], "column": "content", "snippet": "AUX snippet",
+                           "start": 0, "end": 3, "matches": 1})
+
+    c.register_fts5_function("cjk_match", fake_cjk_match)  # stands in for the C one
+    hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
+    assert [(h.message_id, h.snippet, h.matched_in) for h in hits] == [(1, "AUX snippet", ["content"])]
+    # other routes build their own
+    hits = run_search(c, "部署", live_indexes=NO_EXT, session_id="a")
+    assert hits[0].snippet.startswith("部署失败")
+    c.close()
+
+
+# ---- explain --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query, live, route, plan", [
+    ("大", ALL, "cjk", "fts"),
+    ("deploy 部署", ALL, "cjk", "fts"),
+    ("大", NO_EXT, "scan", "combined"),
+    ("大别山", NO_EXT, "trigram", "fts"),
+    ("大别山", frozenset({"unicode61"}), "scan", "combined"),
+    ("deploy", NO_EXT, "unicode61", "combined"),
+    ("deploy", frozenset({"unicode61"}), "unicode61", "fts"),
+    ("修改youer", NO_EXT, "scan", "combined"),
+    ("大别山 deploy", NO_EXT, "unicode61+trigram", "combined"),
+    ("abc别", ALL, "cjk", "combined"),
+])
+def test_explain_names_the_route_and_why(query, live, route, plan):
+    out = explain(query, live)
+    assert out["route"] == route and out["plan"] == plan
+    assert out["input"] == query and out["terms"]
+    for t in out["terms"]:
+        assert t["why"] and t["how"] and t["route"] in route.split("+")
+    if plan == "fts":
+        assert out["match"].startswith("{content tool_name tool_calls} : ")
+    json.dumps(out, ensure_ascii=False)  # serializable as is
+
+
+def test_explain_flags_documented_gaps():
+    out = explain("youer", frozenset({"unicode61"}))
+    assert out["exact"] is False and "glued" in out["terms"][0]["how"]
+    assert explain("youer", NO_EXT)["exact"] is True
+    assert explain("-youer", frozenset({"unicode61"}))["exact"] is True  # negation closes the gap
+    assert explain("秘密", ALL, include_reasoning=True)["columns"] == ["content", "reasoning", "tool_name", "tool_calls"]
+    with pytest.raises(QueryError):
+        explain("", ALL)
