@@ -3,8 +3,8 @@
 The sessions in data/sample_archive.jsonl (Chinese, Japanese, Korean, English
 and code, with tool output and reasoning) are imported once as they are, then
 ``scale - 1`` more times as haystack: the same shape, scripts and sizes, but
-every letter shifted within its script (a different 漢字, kana, Hangul
-syllable or Latin letter), so the searches find the real sessions among
+every letter shifted within its script (a rare 漢字 from Extension A, another
+kana, Hangul syllable or Latin letter), so the searches find the real sessions among
 thousands of others.  Each search prints its best hits verbatim, which route
 served it, and its time next to a scan of the same archive with the same
 meaning (the LIKE/instr route), which has to read every row.
@@ -36,16 +36,19 @@ def _sample_lines() -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-# (first, size) of the blocks whose letters the haystack shifts within.
-_BLOCKS = ((0x4E00, 0x5200), (0x3041, 0x56), (0x30A1, 0x5A), (0xAC00, 0x2BA4), (0xFF66, 0x38), (0x61, 26), (0x41, 26))
+# (first, size, to_first, to_size): letters of a block and where the haystack
+# moves them.  Han goes to Extension A, which the real sessions never use, so a
+# one-character search finds only the real sessions.
+_BLOCKS = ((0x4E00, 0x5200, 0x3400, 0x19C0), (0x3041, 0x56, 0x3041, 0x56), (0x30A1, 0x5A, 0x30A1, 0x5A),
+           (0xAC00, 0x2BA4, 0xAC00, 0x2BA4), (0xFF66, 0x38, 0xFF66, 0x38), (0x61, 26, 0x61, 26), (0x41, 26, 0x41, 26))
 
 
 def _shifter(copy: int):
     table = {}
-    for first, size in _BLOCKS:
-        step = (copy * 7919) % size or 1
+    for first, size, to_first, to_size in _BLOCKS:
+        step = (copy * 7919) % to_size or 1
         for cp in range(first, first + size):
-            table[cp] = first + (cp - first + step) % size
+            table[cp] = to_first + (cp - first + step) % to_size
     return table
 
 

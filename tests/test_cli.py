@@ -1,0 +1,143 @@
+"""The command line: every subcommand works from a shell, errors are one line and a non-zero exit."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cjk_tokenizer import loadable_path
+from cjk_tokenizer.archive import Archive
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "cjk_tokenizer", "data", "sample_archive.jsonl")
+COMMANDS = ["path", "tokenize", "search", "import", "explain", "doctor", "rebuild", "demo"]
+
+
+def cli(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "cjk_tokenizer", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("cli") / "a.db")
+    out = cli("import", path, SAMPLE).stdout
+    assert "imported 27 messages (6 session headers)" in out
+    return path
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command):
+    proc = cli(command, "--help")
+    assert proc.stdout.startswith("usage: cjk-tokenizer " + command)
+
+
+def test_path_prints_the_plain_library():
+    assert cli("path").stdout.strip() == loadable_path()
+
+
+def test_tokenize_shows_bigrams_colocated_unigram_and_offsets():
+    lines = cli("tokenize", "大别山abc").stdout.splitlines()
+    assert lines[0].split("\t")[:2] == ["大别", "0-6"]
+    assert lines[1].split("\t")[:2] == ["别山", "3-9"]
+    assert lines[2].split("\t")[:2] == ["  +山", "6-9"]
+    assert lines[3].split("\t")[:2] == ["abc", "9-12"]
+    query = cli("tokenize", "大别山", "--mode", "query").stdout
+    assert "+山" not in query
+
+
+def test_tokenize_rejects_bad_arguments_in_one_line():
+    proc = cli("tokenize", "x", "--arg", "remove_diacritics", "--arg", "7", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "remove_diacritics must be 0, 1 or 2" in proc.stderr
+
+
+def test_import_then_search_finds_cjk_and_reports_reasoning(db):
+    hits = json.loads(cli("search", db, "项目", "--json").stdout)
+    assert hits and all("项目" in h["snippet"] for h in hits)
+    assert {h["route"] for h in hits} == {"cjk"}
+    assert cli("search", db, "合肥", "--json").stdout.strip() == "[]"
+    hits = json.loads(cli("search", db, "合肥", "--reasoning", "--json").stdout)
+    assert hits and all(h["matched_in"] == ["reasoning"] for h in hits)
+    text = cli("search", db, "合肥", "--reasoning").stdout
+    assert "(thought)" in text
+
+
+def test_search_filters_and_sort(db):
+    newest = json.loads(cli("search", db, "迁移", "--sort", "newest", "--json").stdout)
+    oldest = json.loads(cli("search", db, "迁移", "--sort", "oldest", "--json").stdout)
+    assert [h["message_id"] for h in newest] == sorted((h["message_id"] for h in newest), reverse=True)
+    assert [h["message_id"] for h in oldest] == sorted(h["message_id"] for h in oldest)
+    users = json.loads(cli("search", db, "部署", "--role", "user", "--json").stdout)
+    assert users and {h["role"] for h in users} == {"user"}
+    one = json.loads(cli("search", db, "worker.join OR 비빔밥", "--session", "s-seoul", "--json").stdout)
+    assert one and {h["session_id"] for h in one} == {"s-seoul"}
+
+
+def test_forced_routes_agree(db):
+    ids = {}
+    for route in ("cjk", "trigram", "scan"):
+        hits = json.loads(cli("search", db, "天堂寨", "--route", route, "--json").stdout)
+        ids[route] = sorted(h["message_id"] for h in hits)
+    assert ids["cjk"] and ids["cjk"] == ids["trigram"] == ids["scan"]
+
+
+def test_explain_names_the_route(db):
+    plan = json.loads(cli("explain", db, "项目").stdout)
+    assert plan["route"] == "cjk"
+
+
+def test_rebuild_catches_up_an_index_left_stale(db, tmp_path):
+    path = str(tmp_path / "stale.db")
+    cli("import", path, SAMPLE)
+    with Archive(path, extension=False) as ar:
+        ar.add_message("s-new", "user", "新加的消息：黄山旅游")
+        assert "cjk" not in ar.live_indexes()
+    proc = cli("rebuild", path)
+    assert "cjk: live" in proc.stdout
+    hits = json.loads(cli("search", path, "黄山", "--json").stdout)
+    assert [h["route"] for h in hits] == ["cjk"]
+    full = cli("rebuild", path, "--full", "--route", "cjk")
+    assert "cjk: live" in full.stdout
+
+
+def test_doctor_reports_host_and_archive(db):
+    proc = cli("doctor", db, "--integrity", check=False)
+    assert "extension loads into APSW" in proc.stdout
+    assert "index cjk" in proc.stdout and "integrity cjk" in proc.stdout
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("BAD")]
+    assert proc.returncode == (1 if lines else 0)
+    assert not [l for l in lines if "index" in l or "integrity" in l or "APSW" in l], lines
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "/nonexistent/x.db", "项目"], "no such archive"),
+    (["import", "{db}", "/nonexistent/file.jsonl"], "No such file"),
+    (["search", "{db}", "!!!"], "nothing to search"),
+])
+def test_errors_are_one_line_and_nonzero(db, args, message):
+    args = [a.replace("{db}", db) for a in args]
+    proc = cli(*args, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("cjk-tokenizer: error:") and proc.stderr.count("\n") == 1
+    assert message.lower() in proc.stderr.lower()
+
+
+def test_import_reports_the_bad_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"session_id": "s", "role": "user", "content": "ok"}\n{not json\n', encoding="utf-8")
+    proc = cli("import", str(tmp_path / "b.db"), str(bad), check=False)
+    assert proc.returncode == 1 and "bad.jsonl:2" in proc.stderr
+
+
+def test_demo_runs_and_shows_routes_hits_and_timings():
+    proc = cli("demo", "--scale", "3")
+    out = proc.stdout
+    assert "extension loaded" in out
+    assert "route cjk:" in out and "scan of the same archive" in out
+    assert "THOUGHT in reasoning" in out  # the reasoning-only fact, labelled
+    assert "大别山项目管理系统" in out and "ｼﾝｶﾝｾﾝ" in out and "비빔밥" in out
