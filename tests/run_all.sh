@@ -5,13 +5,13 @@
 #      venv, loading into stdlib sqlite3 and APSW in one process
 #   3. the whole suite again against an ASan/UBSan build of the extension
 #   4. the libFuzzer harness for a bounded time
-#   5. the benchmark smoke run
-# Stages can be picked: tests/run_all.sh [main] [debian] [asan] [fuzz] [bench]
+# (The benchmark smoke runs are part of the suite: tests/test_bench_smoke.py.)
+# Stages can be picked: tests/run_all.sh [main] [debian] [asan] [fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
-STAGES=${*:-main debian asan fuzz bench}
+STAGES=${*:-main debian asan fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-120}
 export CJK_REQUIRE_ALL_HOSTS=${CJK_REQUIRE_ALL_HOSTS:-1}
 
@@ -30,11 +30,11 @@ apt_install() {  # apt_install PKG... (only what is missing)
 echo "== setup: system packages"
 apt_install sqlite3 libsqlite3-dev python3-venv clang libclang-rt-14-dev
 
-echo "== setup: $PY -m pip install -e .[test]"
+echo "== setup: $PY -m pip install -e .[test,bench]"
 # The ASan stage runs python/setup_build.py directly, outside pip's isolated
 # build environment, so this Python needs the build requirements too.
 "$PY" -m pip install -q --disable-pip-version-check "setuptools>=77" "cffi>=1.15" wheel
-"$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+"$PY" -m pip install -q --disable-pip-version-check -e ".[test,bench]"
 
 if have_stage main; then
   echo "== stage main: pytest on $("$PY" -c 'import sys; print(sys.version.split()[0])'), APSW host"
@@ -77,11 +77,4 @@ if have_stage fuzz; then
   rm -rf "$CORPUS" "$FUZZ_BIN"
 fi
 
-if have_stage bench; then
-  if [[ -f bench/bench_index.py ]]; then
-    echo "== stage bench: smoke run"
-    "$PY" -m pip install -q --disable-pip-version-check -e ".[bench]"
-    "$PY" bench/bench_index.py --smoke
-  fi
-fi
 echo "== all stages passed: $STAGES"
