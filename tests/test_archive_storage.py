@@ -278,3 +278,28 @@ def test_bulk_batches_are_cut_by_text_size_too(ar, monkeypatch):
     big = [{"session_id": "s", "role": "tool", "content": "日志" * 300} for _ in range(6)]  # 600 chars each
     assert ar.bulk_import(big, batch_size=100, progress=seen.append) == 6
     assert seen == [2, 4, 6]  # huge tool outputs do not pile up in one batch
+
+
+def test_cjk_prefix_option_adds_the_prefix_index_and_keeps_results(tmp_path):
+    texts = ["大别山项目管理", "项目", "山", "東京の天気", "別の山"]
+    plain = Archive(tmp_path / "plain.db")
+    pre = Archive(tmp_path / "prefix.db", cjk_prefix=True)
+    try:
+        for ar in (plain, pre):
+            for t in texts:
+                ar.add_message("s", "user", t)
+        ddl = pre.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()[0]
+        assert "prefix='1'" in ddl
+        assert "prefix" not in plain.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()[0]
+        for q in ("山", "项", "天", "项目", "别山"):
+            want = sorted(h.message_id for h in plain.search(q, limit=100))
+            assert want and sorted(h.message_id for h in pre.search(q, limit=100)) == want, q
+        # a rebuild keeps the table (and its prefix index)
+        pre.rebuild("cjk")
+        assert "prefix='1'" in pre.conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()[0]
+        assert pre.integrity_check()["cjk"] == "ok"
+    finally:
+        plain.close()
+        pre.close()
