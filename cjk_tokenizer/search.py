@@ -220,9 +220,14 @@ def _aux_results(conn, p: Plan, ids: list[int], snippet_chars: int) -> dict:
     try:
         # no highlight markers (Hit.highlight says where); its size excludes
         # the two ellipses, ours includes them
+        # The rowid range is for FTS5 (one pass over that range of the match);
+        # "+rowid IN" keeps SQLite from turning the list into one FTS5 query
+        # per id, each re-reading the whole match (a 1-character prefix query
+        # merges every bigram that starts with it).
         rows = conn.execute(
-            f"SELECT rowid, {AUX_FUNCTION}({t}, ?, ?, '', '', ?) FROM {t} WHERE {t} MATCH ? AND rowid IN ({marks})",
-            (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS, p.match, *ids),
+            f"SELECT rowid, {AUX_FUNCTION}({t}, ?, ?, '', '', ?) FROM {t} "
+            f"WHERE {t} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})",
+            (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS, p.match, min(ids), max(ids), *ids),
         )
         for rowid, raw in rows:
             data = json.loads(raw) if isinstance(raw, str) else None
