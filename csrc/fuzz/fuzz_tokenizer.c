@@ -131,11 +131,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                       SQLITE_STATIC);
     sqlite3_step(pIns);
     sqlite3_finalize(pIns);
+    /* The query: up to 12 bytes of the text as an FTS5 phrase ("..." with
+    ** quotes doubled), a prefix phrase when data[0] & 0x40. */
+    char zQuery[2 * 12 + 4];
+    int nQ = 0;
+    size_t k, nPiece = half < 12 ? half : 12;
+    zQuery[nQ++] = '"';
+    for (k = 0; k < nPiece; k++) {
+      char ch = (char)data[iText + k];
+      if (ch == 0) ch = ' ';
+      if (ch == '"') zQuery[nQ++] = '"';
+      zQuery[nQ++] = ch;
+    }
+    zQuery[nQ++] = '"';
+    if (data[0] & 0x40) zQuery[nQ++] = '*';
     if (sqlite3_prepare_v2(db,
-                           "SELECT cjk_match(t, 'a,b', 40) FROM t WHERE t MATCH ?1",
+                           "SELECT cjk_match(t, 'a,b', 40), highlight(t, 0, '[', ']') "
+                           "FROM t WHERE t MATCH ?1",
                            -1, &pQ, 0) == SQLITE_OK) {
-      sqlite3_bind_text(pQ, 1, (const char *)data + iText, (int)(half < 12 ? half : 12),
-                        SQLITE_STATIC);
+      sqlite3_bind_text(pQ, 1, zQuery, nQ, SQLITE_STATIC);
       while (sqlite3_step(pQ) == SQLITE_ROW) {
       }
     }
