@@ -7,7 +7,9 @@ caller (the archive knows which are built and current).
 Sorting
 -------
 relevance   bm25 with column weights compile.BM25_WEIGHTS (content 10,
-            reasoning 2, tool_name 3, tool_calls 3); ties newest first.
+            reasoning 2, tool_name 3, tool_calls 3).  An fts plan asks FTS5
+            for ``rank`` order (ties in FTS5's order); a combined plan breaks
+            ties newest first.
 newest      message id descending, oldest: ascending.  Ids are rowids, which
             grow with every append, so this is arrival order; an fts plan
             walks the FTS index in rowid order and stops after ``limit`` hits
@@ -180,19 +182,40 @@ def _weights() -> str:
     return ", ".join(map(str, BM25_WEIGHTS))
 
 
-def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple]) -> list[int]:
-    """Message ids of the plan's hits, best first."""
+def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
+    # no highlight markers (Hit.highlight says where); its size excludes the
+    # two ellipses, ours includes them
+    t = table("cjk")
+    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?)", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
+
+
+def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
+               snippet_chars: int = SNIPPET_CHARS) -> list[int]:
+    """Message ids of the plan's hits, best first.
+
+    An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
+    weights, or rowid), so SQLite has no sorter and evaluates the select list
+    only for the rows it returns: that is where ``cjk_match`` runs when
+    ``aux`` (a dict to fill, id -> JSON text) is given, at no extra pass over
+    the match.  Ties in bm25 come in FTS5's order.
+    """
     fsql, fparams = filters
     if p.kind == "fts":
         t = table(p.fts_route)
-        order = {
-            "relevance": f"bm25({t}, {_weights()}), {t}.rowid DESC",
-            "newest": f"{t}.rowid DESC",
-            "oldest": f"{t}.rowid ASC",
-        }[sort]
-        sql = (f"SELECT {t}.rowid FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-               f"WHERE {t} MATCH ?{fsql} ORDER BY {order} LIMIT ?")
-        params = (p.match, *fparams, limit)
+        rank, rparams = "", ()
+        if sort == "relevance":
+            rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
+        order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
+        extra, xparams = ("", ())
+        if aux is not None:
+            call, xparams = _aux_call(snippet_chars)
+            extra = ", " + call
+        sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+               f"WHERE {t} MATCH ?{rank}{fsql} ORDER BY {order} LIMIT ?")
+        rows = conn.execute(sql, (*xparams, p.match, *rparams, *fparams, limit)).fetchall()
+        if aux is not None:
+            aux.update((row[0], row[1]) for row in rows)
+        return [row[0] for row in rows]
     else:
         where, wparams = predicate(p.node, p.forms)
         head, join, sparams = "", "", ()
@@ -212,29 +235,16 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
     return [row[0] for row in conn.execute(sql, params)]
 
 
-def _aux_results(conn, p: Plan, ids: list[int], snippet_chars: int) -> dict:
-    """cjk_match() output per id, when the plan is one exact MATCH on the cjk index."""
-    t = table("cjk")
-    marks = ", ".join("?" * len(ids))
+def _parse_aux(raw: dict) -> dict:
+    """id -> cjk_match's JSON, for the entries that hold the promised shape."""
     out = {}
-    try:
-        # no highlight markers (Hit.highlight says where); its size excludes
-        # the two ellipses, ours includes them
-        # The rowid range is for FTS5 (one pass over that range of the match);
-        # "+rowid IN" keeps SQLite from turning the list into one FTS5 query
-        # per id, each re-reading the whole match (a 1-character prefix query
-        # merges every bigram that starts with it).
-        rows = conn.execute(
-            f"SELECT rowid, {AUX_FUNCTION}({t}, ?, ?, '', '', ?) FROM {t} "
-            f"WHERE {t} MATCH ? AND rowid BETWEEN ? AND ? AND +rowid IN ({marks})",
-            (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS, p.match, min(ids), max(ids), *ids),
-        )
-        for rowid, raw in rows:
-            data = json.loads(raw) if isinstance(raw, str) else None
-            if isinstance(data, dict) and isinstance(data.get("snippet"), str):
-                out[rowid] = data
-    except Exception:  # an aux function we cannot use: the Python builder serves
-        return {}
+    for rowid, text in raw.items():
+        try:
+            data = json.loads(text) if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("snippet"), str):
+            out[rowid] = data
     return out
 
 
@@ -289,7 +299,10 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     node = parse(query)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
     state = ensure_functions(conn)
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters)
+    # On a single MATCH over the cjk index the C function cjk_match builds the
+    # snippets inside the ranking query; everywhere else snippet.py does.
+    raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
+    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars)
     if not ids:
         return []
     rows = {}
@@ -298,9 +311,7 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
         f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})", ids
     ):
         rows[row[0]] = row
-    aux = {}
-    if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state):
-        aux = _aux_results(conn, p, ids, snippet_chars)
+    aux = _parse_aux(raw_aux) if raw_aux else {}
     return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
 
 
