@@ -107,13 +107,33 @@ def _verify(term: Term, columns) -> tuple[str, tuple]:
     return f"cjk_term_match(?, {cols})", (term.key(),)
 
 
+def _stable_piece(needle: str) -> str:
+    """The longest run of characters in ``needle`` that have one spelling only.
+
+    Where the folded text holds ``needle``, the raw text holds this run as it
+    is (each of its characters can only have come from itself), so a plain
+    instr() on it can rule rows out before the folding."""
+    best = cur = ""
+    for ch in needle:
+        cur = cur + ch if spellings.is_stable(ch) else ""
+        if len(cur) > len(best):
+            best = cur
+    return best
+
+
 def _instr(needle: str, columns) -> tuple[str, tuple]:
     """Exact: the folded text of a searched column contains ``needle``."""
     if spellings.all_stable(needle):  # raw text holds it exactly where folded text does
         parts = [f"ifnull(instr(m.{c}, ?), 0) > 0" for c in columns]
-    else:
+        return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
+    piece = _stable_piece(needle)
+    if not piece:
         parts = [f"instr(cjk_fold(m.{c}), ?) > 0" for c in columns]
-    return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
+        return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
+    # CASE keeps the order: the Python fold runs only on rows holding the piece.
+    parts = [f"(CASE WHEN ifnull(instr(m.{c}, ?), 0) > 0 THEN instr(cjk_fold(m.{c}), ?) > 0 ELSE 0 END)"
+             for c in columns]
+    return "(" + " OR ".join(parts) + ")", (piece, needle) * len(columns)
 
 
 def _nonascii(columns) -> str:
