@@ -6,6 +6,9 @@ package (archive, query router, session search) builds on them.
 from ._native import cjk_ranges, fold, is_cjk, split_cjk
 from .errors import CjkTokenizerError, ExtensionError, QueryError
 from .loader import ENTRY_POINT, TOKENIZER, load, loadable_path
+from .query import parse as parse_query  # the query language: none of these imports APSW at import time
+from .search import Hit, run_search
+from .search import explain as explain_query
 from .tokens import tokenize
 
 __version__ = "0.1.0"
@@ -22,29 +25,26 @@ def __getattr__(name):
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "Archive",
     "ArchiveError",
     "CjkTokenizerError",
     "ENTRY_POINT",
     "ExtensionError",
+    "Hit",
     "InputError",
     "Progress",
     "QueryError",
     "TOKENIZER",
     "cjk_ranges",
+    "explain_query",
     "fold",
     "is_cjk",
     "load",
     "loadable_path",
+    "parse_query",
+    "run_search",
     "split_cjk",
     "tokenize",
 ]
-
-# The query language and search (query.py, router.py, search.py).  None of
-# these imports APSW at import time.
-from .query import parse as parse_query  # noqa: E402
-from .search import Hit, run_search  # noqa: E402
-from .search import explain as explain_query  # noqa: E402
-
-__all__ += ["Hit", "explain_query", "parse_query", "run_search"]
