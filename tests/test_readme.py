@@ -1,0 +1,42 @@
+"""The README's examples run and print what their comments say."""
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+
+import pytest
+
+import cjk_tokenizer
+
+README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+
+
+def _block(lang: str, starting: str) -> str:
+    text = open(README, encoding="utf-8").read()
+    start = text.index(f"```{lang}\n{starting}") + len(f"```{lang}\n")
+    return text[start:text.index("```", start)]
+
+
+def test_python_example_prints_its_comments(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(_block("python", "import apsw, cjk_tokenizer"), {})
+    assert out.getvalue().splitlines() == ["[(1,)]", "['reasoning'] 用户住在合肥。 cjk"]
+
+
+def test_shell_example_answers_as_commented(tmp_path):
+    shell = shutil.which("sqlite3")
+    if not shell:
+        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
+            pytest.fail("the sqlite3 shell is not installed (and CJK_REQUIRE_ALL_HOSTS is set)")
+        pytest.skip("the sqlite3 shell is not installed")
+    sql = _block("sql", "CREATE VIRTUAL TABLE")
+    proc = subprocess.run([shell, str(tmp_path / "a.db"), "-cmd", f".load {cjk_tokenizer.loadable_path()}"],
+                          input=sql, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:3] == ["1", "2", "2"]
+    assert lines[3] == "東京の[天気]"
+    assert lines[4].startswith('{"matched_in":["body"]') and '"snippet":"大别山**项目**管理系统"' in lines[4]
