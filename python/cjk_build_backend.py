@@ -8,6 +8,12 @@ import os
 
 from setuptools import build_meta as _build_meta
 
+# run_setup() is how setuptools' backend executes a setup script; it is not
+# public API, so pyproject.toml caps setuptools at a range known to work.
+if not hasattr(getattr(_build_meta, "_BuildMetaBackend", None), "run_setup"):
+    raise ImportError("this setuptools has no _BuildMetaBackend.run_setup; "
+                      "cjk_tokenizer's build needs setuptools>=77,<85 (see pyproject.toml)")
+
 _SETUP_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "setup_build.py")
 
 

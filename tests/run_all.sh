@@ -33,7 +33,7 @@ apt_install sqlite3 libsqlite3-dev python3-venv clang libclang-rt-14-dev
 echo "== setup: $PY -m pip install -e .[test,bench]"
 # The ASan stage runs python/setup_build.py directly, outside pip's isolated
 # build environment, so this Python needs the build requirements too.
-"$PY" -m pip install -q --disable-pip-version-check "setuptools>=77" "cffi>=1.15" wheel
+"$PY" -m pip install -q --disable-pip-version-check "setuptools>=77,<85" "cffi>=1.15" wheel
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test,bench]"
 
 if have_stage main; then
