@@ -28,7 +28,9 @@ apt_install() {  # apt_install PKG... (only what is missing)
 }
 
 echo "== setup: system packages"
-apt_install sqlite3 libsqlite3-dev python3-venv clang libclang-rt-14-dev
+apt_install sqlite3 libsqlite3-dev python3-venv clang
+# libFuzzer comes with the runtime of the clang that "clang" is (14 on Debian 12, 19 on 13).
+apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 
 echo "== setup: $PY -m pip install -e .[test,bench]"
 # The ASan stage runs python/setup_build.py directly, outside pip's isolated
