@@ -43,11 +43,6 @@ def _open_archive(path, *, must_exist=True, **kw):
     return Archive(path, **kw)
 
 
-def _search_options(args) -> dict:
-    return dict(include_reasoning=args.reasoning, roles=args.role or None, session_id=args.session,
-                after=args.after, before=args.before, sort=args.sort, limit=args.limit, route=args.route)
-
-
 def _time_arg(value):
     if value is None:
         return None
@@ -59,9 +54,9 @@ def _time_arg(value):
 
 def _cmd_search(args) -> int:
     with _open_archive(args.db, auto_catch_up=0) as ar:
-        opts = _search_options(args)
-        opts["after"], opts["before"] = _time_arg(args.after), _time_arg(args.before)
-        hits = ar.search(args.query, **opts)
+        hits = ar.search(args.query, include_reasoning=args.reasoning, roles=args.role or None,
+                         session_id=args.session, after=_time_arg(args.after), before=_time_arg(args.before),
+                         sort=args.sort, limit=args.limit, route=args.route)
         if args.json:
             print(json.dumps([asdict(h) for h in hits], ensure_ascii=False, indent=1))
             return 0
@@ -85,14 +80,14 @@ def _cmd_import(args) -> int:
     from .importer import import_jsonl
     from .progress import ProgressBar
 
-    total = os.path.getsize(args.file)  # for the bar: bytes are cheap, lines are not
+    size = os.path.getsize(args.file)
     bar = ProgressBar("import")
     with _open_archive(args.db, must_exist=False, extension=not args.no_extension) as ar:
         counts = import_jsonl(ar, args.file, batch_size=args.batch_size,
                               progress=lambda n: bar.update(n, None, "messages"))
         bar.finish(counts["messages"], None, "messages")
         print(f"imported {counts['messages']:,} messages ({counts['sessions']:,} session headers) "
-              f"from {args.file} ({total / 2**20:,.1f} MiB) into {args.db}")
+              f"from {args.file} ({size / 2**20:,.1f} MiB) into {args.db}")
     return 0
 
 
@@ -100,8 +95,10 @@ def _cmd_rebuild(args) -> int:
     from .progress import ProgressBar
 
     bar = ProgressBar("index")
+    last = []  # the latest Progress, for the final line
 
     def progress(p):
+        last[:] = [p]
         bar.update(p.done, p.done + p.behind, f"{p.route} {p.phase}")
         return True
 
@@ -110,7 +107,8 @@ def _cmd_rebuild(args) -> int:
             done = ar.rebuild(args.route, progress, restart=True)
         else:
             done = ar.catch_up(progress, route=args.route)
-        bar.finish(0, None, "done" if done else "stopped")
+        if last:
+            bar.finish(last[0].done, last[0].done + last[0].behind, "done" if done else "stopped")
         for route, st in ar.index_status().items():
             print(f"{route}: {st['status']}{'' if st['served'] else ' (not served here)'}, {st['behind']:,} behind")
     return 0

@@ -52,9 +52,9 @@ def _shifter(copy: int):
     return table
 
 
-def sample_messages(scale: int):
+def sample_messages(scale: int, lines: list[dict] | None = None):
     """The bundled sessions once, then ``scale - 1`` shifted haystack copies (later timestamps)."""
-    lines = [l for l in _sample_lines() if l.get("type") != "session"]
+    lines = [l for l in (lines or _sample_lines()) if l.get("type") != "session"]
     stamps = [l["timestamp"] for l in lines]
     span = max(stamps) - min(stamps) + 3600.0
     for copy in range(scale):
@@ -68,10 +68,6 @@ def sample_messages(scale: int):
                     if msg.get(key):
                         msg[key] = msg[key].translate(table)
             yield msg
-
-
-def _titles() -> dict:
-    return {l["id"]: l["title"] for l in _sample_lines() if l.get("type") == "session"}
 
 
 def _ms(seconds: float) -> str:
@@ -91,11 +87,13 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
         tmp = tempfile.mkdtemp(prefix="cjk-demo-")
         path = os.path.join(tmp, "demo.db")
     try:
+        lines = _sample_lines()
         with Archive(path) as ar:
             t0 = time.perf_counter()
-            n = ar.bulk_import(sample_messages(max(1, scale)))
-            for sid, title in _titles().items():
-                ar.update_session(sid, title=title)
+            n = ar.bulk_import(sample_messages(max(1, scale), lines))
+            for line in lines:
+                if line.get("type") == "session":
+                    ar.update_session(line["id"], title=line["title"])
             took = time.perf_counter() - t0
             sizes = ar.index_sizes()
             out(f"Built {path}: {n:,} messages in {ar.count_sessions():,} sessions, "

@@ -79,7 +79,7 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
         rows.append(("archive", f"{path}: {ar.count_sessions():,} sessions, {ar.count_messages():,} messages", True))
         rows.append(("extension here", "loaded" if ar.extension_loaded else f"not loaded: {ar.extension_error}",
                      ar.extension_loaded))
-        sizes = ar.index_sizes() if hasattr(ar, "index_sizes") else {}
+        sizes = ar.index_sizes()
         for route, st in ar.index_status().items():
             ok = st["served"]
             detail = f"{st['status']}, {'served' if st['served'] else 'NOT served'}"

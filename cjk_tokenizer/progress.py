@@ -17,7 +17,6 @@ class ProgressBar:
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._last = 0.0
         self._start = time.monotonic()
-        self._drawn = False
 
     def update(self, done: int, total: int | None = None, note: str = "") -> None:
         now = time.monotonic()
@@ -40,7 +39,6 @@ class ProgressBar:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
-        self._drawn = True
 
     def finish(self, done: int, total: int | None = None, note: str = "") -> None:
         self._draw(done, total, note)

@@ -20,11 +20,8 @@
 #include <string.h>
 
 #include "cjk_aux.h"
-#include "cjk_chars.h"
 #include "cjk_host.h"
 #include "cjk_tokenizer.h"
-
-#define CJK_VERSION "0.1.0"
 
 #if defined(_WIN32)
 #define CJK_EXPORT __declspec(dllexport)
