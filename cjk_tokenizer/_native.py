@@ -12,9 +12,21 @@ try:  # the cffi module built from csrc/ by python/build_cffi.py
     from . import _cjk_unicode61 as _mod
 except ImportError as _exc:  # pragma: no cover - exercised by a broken install
     _mod = None
-    IMPORT_ERROR: str | None = str(_exc)
+    # Most often: Python imported the source checkout (``python -m`` from its
+    # root puts it first on sys.path) while ``pip install .`` put the compiled
+    # files in site-packages.
+    IMPORT_ERROR: str | None = (
+        f"the compiled module _cjk_unicode61 is missing from {os.path.dirname(os.path.abspath(__file__))} "
+        f"({_exc}); in a source checkout run `pip install -e .` (or run from another directory), "
+        "otherwise reinstall the package"
+    )
 else:
     IMPORT_ERROR = None
+
+
+def missing_reason() -> str:
+    """Why the compiled module cannot be used (for error messages)."""
+    return IMPORT_ERROR or "the compiled module _cjk_unicode61 is missing; reinstall the package"
 
 
 def available() -> bool:
@@ -30,7 +42,7 @@ def _need():
     if _mod is None:
         from .errors import ExtensionError
 
-        raise ExtensionError(f"the compiled cjk_tokenizer module is missing ({IMPORT_ERROR}); reinstall the package")
+        raise ExtensionError(missing_reason())
     return _mod
 
 

@@ -28,7 +28,7 @@ def host_report() -> list[tuple[str, str, bool]]:
             rows.append(("extension loads into APSW", f"no: {exc}", False))
     finally:
         conn.close()
-    rows.append(("compiled module", _native.module_path() or f"missing ({_native.IMPORT_ERROR})",
+    rows.append(("compiled module", _native.module_path() or _native.missing_reason(),
                  _native.available()))
     try:
         path = loadable_path()

@@ -31,9 +31,7 @@ def loadable_path() -> str:
 def _extension_file() -> str:
     path = _native.module_path()
     if path is None:
-        raise ExtensionError(
-            f"the compiled cjk_tokenizer module is missing ({_native.IMPORT_ERROR}); reinstall the package"
-        )
+        raise ExtensionError(_native.missing_reason())
     return path
 
 
