@@ -25,6 +25,7 @@ needs it.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import threading
@@ -100,6 +101,8 @@ def _sdk():
         from mcp.server.stdio import stdio_server
     except ImportError:
         raise CjkTokenizerError(MISSING_SDK) from None
+    if "on_call_tool" not in inspect.signature(Server).parameters:  # 1.x registers handlers by decorators
+        raise CjkTokenizerError(f"{MISSING_SDK} (the installed mcp is older than 2.0)")
     return anyio, types, Server, stdio_server
 
 

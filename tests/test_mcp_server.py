@@ -278,6 +278,20 @@ def test_without_the_sdk_one_line_names_the_extra(db):
     assert json.loads(proc.stdout)[0]["session_id"] == "s1"
 
 
+def test_an_old_sdk_is_one_line_too(db, tmp_path):
+    # mcp 1.x has the same module names but registers handlers with decorators
+    for name, text in {"mcp/__init__.py": "", "mcp/types.py": "", "mcp/server/__init__.py": "",
+                       "mcp/server/stdio.py": "def stdio_server(): pass\n",
+                       "mcp/server/lowlevel.py": "class Server:\n    def __init__(self, name, version=None): pass\n"
+                       }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    proc = run_cli(["mcp", db[0]], prelude=f"import sys; sys.path.insert(0, {str(tmp_path)!r})")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "older than 2.0" in proc.stderr, proc.stderr
+    assert 'pip install "cjk-tokenizer[mcp]"' in proc.stderr
+
+
 def test_bad_archive_is_one_line(sdk, tmp_path, capsys):
     from cjk_tokenizer.cli import main
 
