@@ -1,6 +1,6 @@
 """Command line: ``python -m cjk_tokenizer <command>`` (also installed as ``cjk-tokenizer``).
 
-Commands: path, tokenize, search, import, explain, doctor, rebuild, demo.
+Commands: path, tokenize, search, import, explain, doctor, rebuild, mcp, demo.
 Errors are one line on stderr and a non-zero exit (1: the operation failed,
 2: bad command-line usage); long operations draw a progress bar on stderr.
 """
@@ -132,6 +132,12 @@ def _cmd_demo(args) -> int:
     return run_demo(scale=args.scale, keep=args.keep)
 
 
+def _cmd_mcp(args) -> int:
+    from .mcp_server import serve
+
+    return serve(args.db)
+
+
 def _add_search_filters(p):
     p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
     p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
@@ -188,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--route", choices=["cjk", "unicode61", "trigram"])
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of catching up")
     p.set_defaults(func=_cmd_rebuild)
+
+    p = sub.add_parser("mcp", help="serve DB's session_search tool to MCP clients on stdin/stdout (read-only; "
+                                   'needs pip install "cjk-tokenizer[mcp]")')
+    p.add_argument("db")
+    p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("demo", help="build a sample multilingual archive and search it")
     p.add_argument("--scale", type=int, default=2000,
