@@ -46,7 +46,9 @@ DESCRIPTION = (
     "The shape of the call is chosen by which arguments you give:\n"
     "1. DISCOVERY - give `query`: finds the sessions that match, best first (at most `limit`, default 3). For "
     "each: the hit's snippet (match in **bold**), `where` it matched, the messages around the hit, the first and "
-    "last messages of the session, its title and times. Add `session_id` to search inside one session only.\n"
+    "last messages of the session, its title and times. Add `session_id` to search inside one session only. "
+    "More sessions (`more_sessions`): call again with `offset` = `next_offset` (or `cursor` = `next_cursor` "
+    "for newest/oldest).\n"
     "2. SCROLL - give `around_message_id` (a message id from earlier results; `session_id` optional): the "
     "messages before and after it (`window` each side, default 5, max 20). Page by calling again with "
     "`prev_anchor` or `next_anchor` from the result. Wins over `query` if both are given.\n"
@@ -119,6 +121,17 @@ _PROPERTIES = {
         "type": "array",
         "items": {"type": "string"},
         "description": "Session ids to leave out of DISCOVERY and BROWSE, e.g. the current session.",
+    },
+    "offset": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 100,
+        "description": "DISCOVERY: sessions to skip, for the next page: pass next_offset from the previous result.",
+    },
+    "cursor": {
+        "type": "string",
+        "description": "DISCOVERY with sort newest/oldest: next_cursor from the previous result, for the next "
+                       "page (stable while new messages arrive).",
     },
 }
 

@@ -506,8 +506,11 @@ class Archive:
     # ------------------------------------------------------------------ search (search.py)
 
     def search(self, query, *, include_reasoning=False, roles=None, session_id=None, after=None, before=None,
-               sort="relevance", limit=20, route=None, **options):
-        """Find messages; see search.py for the query language, filters and Hit fields.
+               sort="relevance", limit=20, route=None, offset=0, cursor=None, **options):
+        """Find messages; see search.py for the query language, filters, paging and Hit fields.
+
+        Returns a list of Hit with ``next_cursor`` (search.Hits): pass it as
+        ``cursor=`` for the next newest/oldest page; ``offset`` pages any sort.
 
         Only live indexes this host can tokenize are used (``live_indexes()``,
         read afresh on every call); ``options`` go to search.run_search as is.
@@ -517,7 +520,8 @@ class Archive:
         with self._lock:
             return run_search(self._conn, query, live_indexes=self.live_indexes(),
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
-                              after=after, before=before, sort=sort, limit=limit, route=route, **options)
+                              after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
+                              cursor=cursor, **options)
 
     def explain(self, query, **options) -> dict:
         """Which route(s) would serve ``query`` on this archive now, and why."""
@@ -527,7 +531,7 @@ class Archive:
 
     def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
                        include_reasoning=False, roles=None, after=None, before=None, sort=None,
-                       exclude_session_ids=None) -> dict:
+                       exclude_session_ids=None, offset=None, cursor=None) -> dict:
         """The agents' tool: discovery, scroll, read or browse, inferred from the arguments.
 
         Returns a JSON-serializable dict; errors come back inside it, never as
@@ -537,7 +541,8 @@ class Archive:
 
         return session_search(self, query=query, session_id=session_id, around_message_id=around_message_id,
                               window=window, limit=limit, include_reasoning=include_reasoning, roles=roles,
-                              after=after, before=before, sort=sort, exclude_session_ids=exclude_session_ids)
+                              after=after, before=before, sort=sort, exclude_session_ids=exclude_session_ids,
+                              offset=offset, cursor=cursor)
 
     # ------------------------------------------------------------------ indexes
 

@@ -56,9 +56,12 @@ def _cmd_search(args) -> int:
     with _open_archive(args.db, auto_catch_up=0) as ar:
         hits = ar.search(args.query, include_reasoning=args.reasoning, roles=args.role or None,
                          session_id=args.session, after=_time_arg(args.after), before=_time_arg(args.before),
-                         sort=args.sort, limit=args.limit, route=args.route)
+                         sort=args.sort, limit=args.limit, route=args.route, offset=args.offset,
+                         cursor=args.cursor)
         if args.json:
             print(json.dumps([asdict(h) for h in hits], ensure_ascii=False, indent=1))
+            if hits.next_cursor:
+                print(f"next page: --cursor {hits.next_cursor}", file=sys.stderr)
             return 0
         if not hits:
             print("no matches", file=sys.stderr)
@@ -67,6 +70,8 @@ def _cmd_search(args) -> int:
             said = " (thought)" if h.matched_in == ["reasoning"] else ""
             print(f"#{h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
             print("    " + h.snippet.replace("\n", " "))
+        if hits.next_cursor:
+            print(f"next page: --cursor {hits.next_cursor}", file=sys.stderr)
     return 0
 
 
@@ -168,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("db")
     p.add_argument("query")
     _add_search_filters(p)
+    p.add_argument("--offset", type=int, default=0, help="skip this many hits (paging)")
+    p.add_argument("--cursor", help="continue a --sort newest/oldest search where its last page ended "
+                                    "(printed as 'next page: --cursor ...')")
     p.add_argument("--json", action="store_true", help="print hits as JSON")
     p.set_defaults(func=_cmd_search)
 

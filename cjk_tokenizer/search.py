@@ -18,6 +18,15 @@ newest      message id descending, oldest: ascending.  Ids are rowids, which
             higher ids; ``timestamp`` is not consulted.
 (How each plan ranks: router.py.)
 
+Paging
+------
+``offset`` skips that many hits (0..MAX_OFFSET) in any sort.  For newest and
+oldest, a full page carries ``Hits.next_cursor`` ("newest:<id>"): passed as
+``cursor=``, the next page is the hits after that message in that order, so
+messages that arrive meanwhile neither shift nor repeat a page (newest:
+they sort before the cursor; oldest: they come at the end).  A cursor is not
+tied to its query: it only says where to continue.
+
 Filters
 -------
 roles (a role or a list of roles), session_id, and a half-open time range
@@ -66,6 +75,9 @@ from .units import clean
 
 SORTS = ("relevance", "newest", "oldest")
 MAX_LIMIT = 1000
+# Deepest page ``offset`` reaches; beyond it a cursor (newest/oldest) or a
+# time filter goes further at index speed.
+MAX_OFFSET = 100_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
@@ -82,6 +94,20 @@ class Hit:
     route: str = ""
     column: str | None = None  # the column the snippet comes from
     highlight: tuple | None = None  # (start, end) of the match within snippet
+
+
+class Hits(list):
+    """The hits of one search (a list of :class:`Hit`), plus how to go on.
+
+    next_cursor   for sort newest/oldest, when this page is full: pass it as
+                  ``cursor=`` for the next page.  It holds the sort and the
+                  last message id shown, so the next page starts right after
+                  that message even if new messages arrived meanwhile.
+    offset        the ``offset`` this page started at.
+    """
+
+    next_cursor: str | None = None
+    offset: int = 0
 
 
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
@@ -175,6 +201,30 @@ def _check(sort, limit, snippet_chars):
         raise QueryError(f"snippet_chars must be an integer >= {MIN_SNIPPET_CHARS}, not {snippet_chars!r}")
 
 
+def paging(sort, offset, cursor) -> tuple[str, int, int | None]:
+    """``(sort, offset, last id shown)`` from the paging arguments.
+
+    A cursor carries its sort; a caller who leaves ``sort`` at its default
+    (relevance) gets the cursor's, an explicit other sort is an error."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+        raise QueryError(f"offset must be an integer from 0 to {MAX_OFFSET:,} (go further with a cursor or "
+                         f"after/before), not {offset!r}")
+    if cursor is None:
+        return sort, offset, None
+    kind, _, last = cursor.partition(":") if isinstance(cursor, str) else ("", "", "")
+    if kind not in ("newest", "oldest") or not last.isdigit() or len(last) > 19:
+        raise QueryError(f"cursor must be a next_cursor from an earlier newest/oldest search, not {cursor!r}")
+    if sort not in ("relevance", kind):
+        raise QueryError(f"cursor {cursor!r} continues a sort={kind!r} search, not sort={sort!r}")
+    return kind, offset, int(last)
+
+
+def _after_cursor(sort: str, last: int | None, column: str) -> tuple[str, tuple]:
+    if last is None:
+        return "", ()
+    return (f" AND {column} < ?" if sort == "newest" else f" AND {column} > ?"), (last,)
+
+
 # ---- running a plan -------------------------------------------------------------
 
 
@@ -190,18 +240,20 @@ def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
 
 
 def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
-               snippet_chars: int = SNIPPET_CHARS) -> list[int]:
+               snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None) -> list[int]:
     """Message ids of the plan's hits, best first.
 
     An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
     weights, or rowid), so SQLite has no sorter and evaluates the select list
     only for the rows it returns: that is where ``cjk_match`` runs when
     ``aux`` (a dict to fill, id -> JSON text) is given, at no extra pass over
-    the match.  Ties in bm25 come in FTS5's order.
+    the match.  Ties in bm25 come in FTS5's order.  ``offset`` rows are
+    skipped; ``last`` (newest/oldest) is the id a cursor ends at.
     """
     fsql, fparams = filters
     if p.kind == "fts":
         t = table(p.fts_route)
+        csql, cparams = _after_cursor(sort, last, f"{t}.rowid")
         rank, rparams = "", ()
         if sort == "relevance":
             rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
@@ -211,8 +263,8 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
             call, xparams = _aux_call(snippet_chars)
             extra = ", " + call
         sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-               f"WHERE {t} MATCH ?{rank}{fsql} ORDER BY {order} LIMIT ?")
-        rows = conn.execute(sql, (*xparams, p.match, *rparams, *fparams, limit)).fetchall()
+               f"WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
+        rows = conn.execute(sql, (*xparams, p.match, *rparams, *cparams, *fparams, limit, offset)).fetchall()
         if aux is not None:
             aux.update((row[0], row[1]) for row in rows)
         return [row[0] for row in rows]
@@ -230,8 +282,10 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
             "newest": "m.id DESC",
             "oldest": "m.id ASC",
         }[sort]
-        sql = f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{fsql} ORDER BY {order} LIMIT ?"
-        params = (*sparams, *wparams, *fparams, limit)
+        csql, cparams = _after_cursor(sort, last, "m.id")
+        sql = (f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
+               f"ORDER BY {order} LIMIT ? OFFSET ?")
+        params = (*sparams, *wparams, *cparams, *fparams, limit, offset)
     return [row[0] for row in conn.execute(sql, params)]
 
 
@@ -292,9 +346,11 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
 
 
 def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
-               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS) -> list[Hit]:
+               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
+               cursor=None) -> Hits:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
     _check(sort, limit, snippet_chars)
+    sort, offset, last = paging(sort, offset, cursor)
     filters = _filters(roles, session_id, after, before)
     node = parse(query)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
@@ -302,9 +358,14 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars)
+    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
+                     offset=offset, last=last)
+    out = Hits()
+    out.offset = offset
+    if sort != "relevance" and len(ids) == limit:
+        out.next_cursor = f"{sort}:{ids[-1]}"
     if not ids:
-        return []
+        return out
     rows = {}
     marks = ", ".join("?" * len(ids))
     for row in conn.execute(
@@ -312,7 +373,8 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     ):
         rows[row[0]] = row
     aux = _parse_aux(raw_aux) if raw_aux else {}
-    return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
+    out.extend(_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows)
+    return out
 
 
 def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:

@@ -57,6 +57,12 @@ Argument rules (documented safe meanings, else a structured error):
   oldest) apply to discovery only.  ``include_reasoning`` applies to every
   mode that shows messages.  Arguments a mode does not use are listed in
   ``ignored_arguments``, never silently dropped.
+* ``offset`` (discovery): sessions to skip, clamped to 0..100, for the
+  next page of a relevance search (``next_offset``).  ``cursor``
+  (discovery, newest/oldest): the ``next_cursor`` of the previous page; the
+  next page starts at the first hit of the first session not shown, and new
+  messages arriving meanwhile do not shift it.  A session can show up again
+  on a later page with its older (newest) or newer (oldest) hits.
 * ``exclude_session_ids`` (a list, or one id): sessions left out of discovery
   and browse (e.g. the caller's current one).  A session named explicitly by
   ``session_id`` is still served (``notes`` says so).
@@ -74,6 +80,7 @@ import unicodedata
 
 from .errors import CjkTokenizerError, QueryError
 from .schema import ROLES
+from .search import paging
 
 __all__ = [
     "BOOKEND_CHARS",
@@ -96,6 +103,7 @@ PREVIEW_CHARS = 200
 SCROLL_WINDOW = (5, 0, 20)  # default, min, max
 DISCOVERY_WINDOW = (2, 0, 10)
 DISCOVERY_LIMIT = (3, 1, 10)
+DISCOVERY_OFFSET = (0, 0, 100)
 BROWSE_LIMIT = (10, 1, 50)
 READ_HEAD, READ_TAIL = 20, 10
 HEAD_MESSAGES, TAIL_MESSAGES = 3, 2  # discovery bookends
@@ -353,6 +361,15 @@ def _check_args(a: dict) -> dict:
     if a["sort"] is not None and a["sort"] not in SORTS:
         raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {a['sort']!r}",
                                   "sort")
+    a["offset"] = _int("offset", a["offset"])
+    if a["offset"] is not None and a["offset"] < 0:
+        raise SearchArgumentError("bad_argument", f"offset must be 0 or more, not {a['offset']}", "offset")
+    a["cursor"] = _str("cursor", a["cursor"])
+    if a["cursor"] is not None:
+        try:
+            a["sort"] = paging(a["sort"] or "relevance", 0, a["cursor"])[0]
+        except QueryError as exc:
+            raise SearchArgumentError("bad_argument", str(exc), "cursor") from None
     a["exclude_session_ids"] = set(_str_list("exclude_session_ids", a["exclude_session_ids"]) or ())
     a["after"] = parse_time(a["after"], "after")
     a["before"] = parse_time(a["before"], "before")
@@ -376,11 +393,12 @@ def infer_mode(query=None, session_id=None, around_message_id=None) -> str:
 _USES = {
     "scroll": {"session_id", "around_message_id", "window", "include_reasoning"},
     "discovery": {"query", "session_id", "window", "limit", "include_reasoning", "roles", "after", "before",
-                  "sort", "exclude_session_ids"},
+                  "sort", "exclude_session_ids", "offset", "cursor"},
     "read": {"session_id", "include_reasoning"},
     "browse": {"limit", "after", "before", "exclude_session_ids"},
 }
-_DEFAULTS = {"include_reasoning": False, "window": None, "limit": None, "exclude_session_ids": None}
+_DEFAULTS = {"include_reasoning": False, "window": None, "limit": None, "exclude_session_ids": None,
+             "offset": None, "cursor": None}
 
 
 def _ignored(mode: str, given: dict) -> list[str]:
@@ -479,13 +497,15 @@ def _read(archive, a: dict, out: dict) -> dict:
 
 
 def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int]:
-    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen)."""
+    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen).
+
+    ``limit`` counts the sessions wanted, those the offset skips included."""
     excluded = set() if a["session_id"] is not None else a["exclude_session_ids"]
     fetch = FETCH_FIRST
     while True:
         hits = archive.search(
             a["query"], include_reasoning=a["include_reasoning"], roles=a["roles"], session_id=a["session_id"],
-            after=a["after"], before=a["before"], sort=a["sort"] or "relevance", limit=fetch,
+            after=a["after"], before=a["before"], sort=a["sort"] or "relevance", limit=fetch, cursor=a["cursor"],
         )
         groups: dict = {}
         for h in hits:
@@ -504,10 +524,18 @@ def _discovery(archive, a: dict, out: dict) -> dict:
             out["notes"].append("session_id is also in exclude_session_ids; the named session is searched")
     w = _clamp("window", a["window"], DISCOVERY_WINDOW, out["clamped"])
     limit = _clamp("limit", a["limit"], DISCOVERY_LIMIT, out["clamped"])
+    offset = _clamp("offset", a["offset"], DISCOVERY_OFFSET, out["clamped"])
     reason = a["include_reasoning"]
-    groups, more, seen = _group_hits(archive, a, limit)
+    groups, more, seen = _group_hits(archive, a, offset + limit)
+    sort = a["sort"] or "relevance"
+    paged = {"offset": offset}
+    if more:
+        paged["next_offset"] = offset + limit
+        if sort != "relevance":  # continue at the first hit of the first session not shown
+            first = groups[offset + limit][0].message_id
+            paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
     results = []
-    for hits in groups:
+    for hits in groups[offset:]:
         if len(results) == limit:
             break
         best = hits[0]
@@ -519,10 +547,11 @@ def _discovery(archive, a: dict, out: dict) -> dict:
     out.update({
         "query": a["query"],
         "include_reasoning": reason,
-        "sort": a["sort"] or "relevance",
+        "sort": sort,
         "window": w,
         "sessions": results,
         "more_sessions": more,
+        **paged,
         "hits_considered": seen,
         "labels": LABELS,
     })
@@ -623,12 +652,13 @@ _RUN = {"scroll": _scroll, "discovery": _discovery, "read": _read, "browse": _br
 
 def session_search(archive, query=None, session_id=None, around_message_id=None, window=None, limit=None,
                    include_reasoning=False, roles=None, after=None, before=None, sort=None,
-                   exclude_session_ids=None) -> dict:
+                   exclude_session_ids=None, offset=None, cursor=None) -> dict:
     """Search, scroll, read or browse ``archive`` (see the module doc).  Never raises for bad
     input: the result then has ``error``.  The result is JSON-serializable."""
     given = {"query": query, "session_id": session_id, "around_message_id": around_message_id,
              "window": window, "limit": limit, "include_reasoning": include_reasoning, "roles": roles,
-             "after": after, "before": before, "sort": sort, "exclude_session_ids": exclude_session_ids}
+             "after": after, "before": before, "sort": sort, "exclude_session_ids": exclude_session_ids,
+             "offset": offset, "cursor": cursor}
     mode = infer_mode(query, session_id, around_message_id)
     out: dict = {"mode": mode}
     try:

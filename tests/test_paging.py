@@ -1,0 +1,159 @@
+"""Paging: every hit is reachable with ``offset`` (any sort) and with a cursor
+(newest/oldest) that stays put while new messages arrive — in Archive.search,
+session_search discovery, the agent tool and the CLI."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cjk_tokenizer import Archive
+from cjk_tokenizer.agent_tool import handle_session_search
+from cjk_tokenizer.errors import QueryError
+from cjk_tokenizer.search import MAX_OFFSET
+
+TEXTS = ("部署失败了 deploy", "大别山 deploy 部署", "只说部署", "deploy only", "无关的话", "部署部署 deploy again")
+LIVE_SETS = {"cjk": None, "no extension": False}
+
+
+@pytest.fixture(params=list(LIVE_SETS), scope="module")
+def archive(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("paging") / "a.db"
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
+        for i in range(60):
+            ar.add_message(f"s{i % 7}", "user", TEXTS[i % len(TEXTS)], timestamp=1000.0 + i)
+    ar = Archive(path, extension=LIVE_SETS[request.param] is not False)
+    assert ar.live_indexes() == ({"cjk", "unicode61", "trigram"} if ar.extension_loaded else {"unicode61", "trigram"})
+    yield ar
+    ar.close()
+
+
+def _ids(hits):
+    return [h.message_id for h in hits]
+
+
+@pytest.mark.parametrize("query", ["部署", "deploy", "部署 OR deploy", "部署 -deploy", "大别山"])
+@pytest.mark.parametrize("sort", ["relevance", "newest", "oldest"])
+def test_offset_pages_concatenate_to_the_whole_result(archive, query, sort):
+    whole = _ids(archive.search(query, sort=sort, limit=1000))
+    assert whole
+    paged = []
+    for offset in range(0, len(whole) + 7, 7):
+        page = archive.search(query, sort=sort, limit=7, offset=offset)
+        assert page.offset == offset
+        paged += _ids(page)
+    assert paged == whole
+
+
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+@pytest.mark.parametrize("query", ["部署", "deploy", "部署 OR deploy", "部署 -deploy"])
+def test_a_cursor_reaches_every_hit_once_while_messages_arrive(tmp_path, sort, query):
+    with Archive(tmp_path / "c.db") as ar:
+        for i in range(40):
+            ar.add_message(f"s{i % 3}", "user", TEXTS[i % len(TEXTS)], timestamp=1000.0 + i)
+        whole = _ids(ar.search(query, sort=sort, limit=1000))
+        seen, cursor, pages = [], None, 0
+        while True:
+            page = ar.search(query, sort=sort, limit=4, cursor=cursor)
+            seen += _ids(page)
+            pages += 1
+            # new matching messages arrive between pages
+            ar.add_message("late", "user", "部署 deploy 新的", timestamp=2000.0 + pages)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            assert cursor.startswith(sort + ":")
+        if sort == "newest":
+            assert seen == whole  # nothing repeated, nothing skipped, nothing new slipped in
+        else:
+            assert seen[:len(whole)] == whole  # the newcomers follow at the end, in order
+            assert seen == sorted(set(seen))
+
+
+def test_a_full_last_page_ends_with_an_empty_page(tmp_path):
+    with Archive(tmp_path / "e.db") as ar:
+        for i in range(4):
+            ar.add_message("s", "user", "部署")
+        page = ar.search("部署", sort="newest", limit=2)
+        page = ar.search("部署", sort="newest", limit=2, cursor=page.next_cursor)
+        assert len(page) == 2 and page.next_cursor
+        last = ar.search("部署", sort="newest", limit=2, cursor=page.next_cursor)
+        assert list(last) == [] and last.next_cursor is None
+
+
+def test_relevance_has_no_cursor_and_a_cursor_brings_its_sort(archive):
+    assert archive.search("部署", limit=2).next_cursor is None
+    page = archive.search("部署", sort="oldest", limit=3)
+    # sort left at its default: the cursor's sort is used
+    assert _ids(archive.search("部署", limit=3, cursor=page.next_cursor)) == \
+        _ids(archive.search("部署", sort="oldest", limit=3, offset=3))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(offset=-1), "offset"), (dict(offset=MAX_OFFSET + 1), "offset"), (dict(offset="3"), "offset"),
+    (dict(offset=True), "offset"), (dict(cursor="bogus"), "cursor"), (dict(cursor="newest:x"), "cursor"),
+    (dict(cursor=17), "cursor"), (dict(cursor="relevance:5"), "cursor"), (dict(cursor="newest:" + "9" * 30), "cursor"),
+    (dict(cursor="newest:5", sort="oldest"), "continues a sort='newest'"),
+])
+def test_bad_paging_arguments_are_clear_errors(archive, kwargs, message):
+    with pytest.raises(QueryError, match=message):
+        archive.search("部署", **kwargs)
+
+
+# ---- session_search discovery, the agent tool, the CLI -------------------------------------
+
+
+def test_discovery_pages_by_offset_through_every_session(archive):
+    first = archive.session_search(query="部署", limit=3)
+    assert first["more_sessions"] and first["next_offset"] == 3 and first["offset"] == 0
+    second = archive.session_search(query="部署", limit=3, offset=first["next_offset"])
+    ids1 = [s["session"]["session_id"] for s in first["sessions"]]
+    ids2 = [s["session"]["session_id"] for s in second["sessions"]]
+    assert not set(ids1) & set(ids2)
+    every = archive.session_search(query="部署", limit=10)
+    assert ids1 + ids2 == [s["session"]["session_id"] for s in every["sessions"]][:len(ids1) + len(ids2)]
+
+
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+def test_discovery_cursor_starts_at_the_first_session_not_shown(archive, sort):
+    first = archive.session_search(query="部署", limit=2, sort=sort)
+    every = archive.session_search(query="部署", limit=10, sort=sort)
+    nxt = archive.session_search(query="部署", limit=2, cursor=first["next_cursor"])
+    assert nxt["sort"] == sort
+    assert nxt["sessions"][0]["hit"] == every["sessions"][2]["hit"]
+
+
+def test_the_agent_tool_pages_and_rejects_bad_paging(archive):
+    first = json.loads(handle_session_search(archive, {"query": "部署", "limit": 2, "sort": "newest"}))
+    second = json.loads(handle_session_search(archive, json.dumps({"query": "部署", "limit": 2,
+                                                                   "cursor": first["next_cursor"]})))
+    assert "error" not in second and second["sessions"]
+    bad = json.loads(handle_session_search(archive, {"query": "部署", "cursor": "nope"}))
+    assert bad["error"]["argument"] == "cursor" and "next_cursor" in bad["error"]["message"]
+    bad = json.loads(handle_session_search(archive, {"query": "部署", "offset": -2}))
+    assert bad["error"]["argument"] == "offset"
+    clamped = json.loads(handle_session_search(archive, {"query": "部署", "offset": 500}))
+    assert clamped["clamped"]["offset"]["used"] == 100
+
+
+def test_cli_prints_the_next_cursor_and_follows_it(tmp_path):
+    db = tmp_path / "cli.db"
+    with Archive(db) as ar:
+        for i in range(5):
+            ar.add_message("s", "user", f"部署 number{i}")
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "cjk_tokenizer", "search", str(db), "部署", "--sort", "newest",
+                               "--limit", "2", *extra], capture_output=True, text=True, env=env, check=True)
+
+    out = run()
+    assert "#5 " in out.stdout and "#4 " in out.stdout
+    cursor = out.stderr.split("--cursor ")[1].split()[0]
+    out = run("--cursor", cursor)
+    assert "#3 " in out.stdout and "#2 " in out.stdout and "#5 " not in out.stdout
+    out = run("--offset", "4")
+    assert "#1 " in out.stdout and "next page" not in out.stderr
