@@ -25,8 +25,8 @@ Decisions callers rely on:
 * ``cjk_prefix=True`` gives a newly created cjk index FTS5's ``prefix='1'``
   (see ``schema.fts_ddl``): one-character queries stay fast on big archives
   for about half again the cjk index's size.  Off by default.
-* ``indexes``: for a new archive the routes to build (default: cjk,
-  unicode61, trigram; unicode61 is required).  For an existing archive None
+* ``indexes``: for a new archive the routes to build (default: cjk and
+  unicode61; trigram is opt-in; unicode61 is required).  For an existing archive None
   means "as configured"; a given set adds missing indexes (filled by
   catch-up) and refuses to silently drop existing ones — use
   :meth:`Archive.drop_index`.

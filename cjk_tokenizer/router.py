@@ -27,9 +27,12 @@ CJK mixed with words           cjk: one phrase                 scan: Python chec
 
 The cjk route checks in Python only terms with a one-character CJK unit after
 another unit (``abc别``).  Without the cjk index, words glued to CJK text are
-missed when trigram is not live or the word is under 3 characters (explain()
-says ``exact: false``) — except in a negated term, where the router checks
-every non-ASCII row instead, so that an exclusion never lets a message through.
+found through trigram, or, when trigram is not live, by checking every
+non-ASCII row unicode61 did not find (slow, but exact: an archive without
+trigram on a host without the extension still gets every match).  With
+trigram live, a glued word under 3 characters is missed (explain() says
+``exact: false``) — except in a negated term, where the router checks every
+non-ASCII row instead, so that an exclusion never lets a message through.
 
 ``route=`` forces one route for every term (QueryError if that route is not
 live or cannot express a term: unicode61 cannot find CJK text, trigram only
@@ -135,9 +138,11 @@ def _auto(term: Term, live: frozenset, columns, negated: bool) -> tuple[TermSql,
             why = "words: the unicode61 index (word semantics, bm25)"
             if tri:
                 why += "; trigram for words glued to CJK text"
+            elif not negated:
+                why += "; no trigram, so glued occurrences are checked on every non-ASCII row"
             if negated:
                 why += "; negated, so glued occurrences are checked exhaustively"
-            return compile_term("unicode61", term, columns, trigram=tri, exhaustive=negated), why
+            return compile_term("unicode61", term, columns, trigram=tri, exhaustive=negated or not tri), why
         return compile_term("scan", term, columns, trigram=tri), "words, but no word index is live"
     if all(u.kind == "cjk" for u in term.units):
         if tri:

@@ -24,7 +24,7 @@ route       table                tokenizer
 ==========  ===================  ================================================
 cjk         messages_fts_cjk     cjk_unicode61 remove_diacritics 2 (extension)
 unicode61   messages_fts_u61     unicode61 remove_diacritics 2 (always)
-trigram     messages_fts_tri     trigram (optional; substring fallback)
+trigram     messages_fts_tri     trigram (opt-in; substring fallback)
 ==========  ===================  ================================================
 
 Tool results are messages with role 'tool' and are indexed whole.
@@ -88,7 +88,9 @@ FTS_INDEXES = {
 EXTENSION_ROUTES = frozenset({"cjk"})
 # Routes every archive has: the query router relies on unicode61 for words.
 REQUIRED_ROUTES = frozenset({"unicode61"})
-DEFAULT_ROUTES = ("cjk", "unicode61", "trigram")
+# A new archive's indexes.  trigram is opt-in (``indexes=``): it is the
+# largest index by far, and a host with the cjk index never routes to it.
+DEFAULT_ROUTES = ("cjk", "unicode61")
 
 STATUSES = ("live", "stale", "building", "absent")
 

@@ -18,6 +18,14 @@ newest      message id descending, oldest: ascending.  Ids are rowids, which
             higher ids; ``timestamp`` is not consulted.
 (How each plan ranks: router.py.)
 
+Bounded relevance: scoring costs in proportion to the matches, so when the
+ranking MATCH has more than ``relevance_bound`` matches (within the
+filters), bm25 ranks only its newest ``relevance_bound`` and every older
+match follows, newest first: still reachable by paging, by sort newest /
+oldest and by narrowing after/before.  ``Hits.ranked_among`` is then the
+bound (None when every match was scored); ``relevance_bound=None`` scores
+every match.
+
 Paging
 ------
 ``offset`` skips that many hits (0..MAX_OFFSET) in any sort.  For newest and
@@ -78,6 +86,9 @@ MAX_LIMIT = 1000
 # Deepest page ``offset`` reaches; beyond it a cursor (newest/oldest) or a
 # time filter goes further at index speed.
 MAX_OFFSET = 100_000
+# relevance_bound's default: a term matching more rows is ranked among its
+# newest this many matches (bench/RESULTS.md has the measurement behind it).
+RELEVANCE_BOUND = 10_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
@@ -104,10 +115,14 @@ class Hits(list):
                   last message id shown, so the next page starts right after
                   that message even if new messages arrived meanwhile.
     offset        the ``offset`` this page started at.
+    ranked_among  relevance only: N when the query matched more than N rows
+                  and bm25 ranked its newest N (see "Bounded relevance"),
+                  else None.
     """
 
     next_cursor: str | None = None
     offset: int = 0
+    ranked_among: int | None = None
 
 
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
@@ -225,6 +240,15 @@ def _after_cursor(sort: str, last: int | None, column: str) -> tuple[str, tuple]
     return (f" AND {column} < ?" if sort == "newest" else f" AND {column} > ?"), (last,)
 
 
+def _check_bound(bound):
+    """The bound to use: "default" is RELEVANCE_BOUND as it is at the call."""
+    if isinstance(bound, str) and bound == "default":
+        return RELEVANCE_BOUND
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
+        raise QueryError(f"relevance_bound must be a positive integer or None (score every match), not {bound!r}")
+    return bound
+
+
 # ---- running a plan -------------------------------------------------------------
 
 
@@ -240,7 +264,8 @@ def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
 
 
 def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
-               snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None) -> list[int]:
+               snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
+               floor: int | None = None, bound: int = 0) -> list[int]:
     """Message ids of the plan's hits, best first.
 
     An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
@@ -248,45 +273,81 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
     only for the rows it returns: that is where ``cjk_match`` runs when
     ``aux`` (a dict to fill, id -> JSON text) is given, at no extra pass over
     the match.  Ties in bm25 come in FTS5's order.  ``offset`` rows are
-    skipped; ``last`` (newest/oldest) is the id a cursor ends at.
+    skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
+    ``floor`` (``relevance_floor``, which found ``bound`` matches above it),
+    relevance ranks the matches above it by bm25 and lists the others after
+    them, newest first, so paging still reaches every match.
     """
     fsql, fparams = filters
     if p.kind == "fts":
         t = table(p.fts_route)
+        if sort == "relevance" and floor is not None:
+            # bm25 over the matches above the floor, then the rest newest first
+            ranked = _fts_ids(conn, p, "relevance", f" AND {t}.rowid > ?", (floor,), filters, aux, snippet_chars,
+                              limit, offset) if offset < bound else []
+            if len(ranked) < limit:
+                ranked += _fts_ids(conn, p, "newest", f" AND {t}.rowid <= ?", (floor,), filters, aux,
+                                   snippet_chars, limit - len(ranked), max(0, offset - bound))
+            return ranked
         csql, cparams = _after_cursor(sort, last, f"{t}.rowid")
-        rank, rparams = "", ()
-        if sort == "relevance":
-            rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
-        order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
-        extra, xparams = ("", ())
-        if aux is not None:
-            call, xparams = _aux_call(snippet_chars)
-            extra = ", " + call
-        sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-               f"WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
-        rows = conn.execute(sql, (*xparams, p.match, *rparams, *cparams, *fparams, limit, offset)).fetchall()
-        if aux is not None:
-            aux.update((row[0], row[1]) for row in rows)
-        return [row[0] for row in rows]
-    else:
-        where, wparams = predicate(p.node, p.forms)
-        head, join, sparams = "", "", ()
-        if sort == "relevance" and p.score_match:
-            st = table(p.score_route)
-            head = (f"WITH sc(id, score) AS MATERIALIZED "
-                    f"(SELECT rowid, bm25({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?) ")
-            join = "LEFT JOIN sc ON sc.id = m.id "
-            sparams = (p.score_match,)
-        order = {
-            "relevance": "ifnull(sc.score, 0.0), m.id DESC" if join else "m.id DESC",
-            "newest": "m.id DESC",
-            "oldest": "m.id ASC",
-        }[sort]
-        csql, cparams = _after_cursor(sort, last, "m.id")
-        sql = (f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
-               f"ORDER BY {order} LIMIT ? OFFSET ?")
-        params = (*sparams, *wparams, *cparams, *fparams, limit, offset)
+        return _fts_ids(conn, p, sort, csql, cparams, filters, aux, snippet_chars, limit, offset)
+    where, wparams = predicate(p.node, p.forms)
+    head, join, sparams = "", "", ()
+    if sort == "relevance" and p.score_match:
+        st = table(p.score_route)
+        above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
+        head = (f"WITH sc(id, score) AS MATERIALIZED "
+                f"(SELECT rowid, bm25({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?{above}) ")
+        join = "LEFT JOIN sc ON sc.id = m.id "
+        sparams = (p.score_match, *aparams)
+    order = {
+        "relevance": "ifnull(sc.score, 0.0), m.id DESC" if join else "m.id DESC",
+        "newest": "m.id DESC",
+        "oldest": "m.id ASC",
+    }[sort]
+    csql, cparams = _after_cursor(sort, last, "m.id")
+    sql = (f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
+           f"ORDER BY {order} LIMIT ? OFFSET ?")
+    params = (*sparams, *wparams, *cparams, *fparams, limit, offset)
     return [row[0] for row in conn.execute(sql, params)]
+
+
+def _fts_ids(conn, p: Plan, sort, csql, cparams, filters, aux, snippet_chars, limit, offset) -> list[int]:
+    t = table(p.fts_route)
+    fsql, fparams = filters
+    rank, rparams = "", ()
+    if sort == "relevance":
+        rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
+    order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
+    extra, xparams = ("", ())
+    if aux is not None:
+        call, xparams = _aux_call(snippet_chars)
+        extra = ", " + call
+    sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+           f"WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
+    rows = conn.execute(sql, (*xparams, p.match, *rparams, *cparams, *fparams, limit, offset)).fetchall()
+    if aux is not None:
+        aux.update((row[0], row[1]) for row in rows)
+    return [row[0] for row in rows]
+
+
+def relevance_floor(conn, p: Plan, filters: tuple[str, tuple], bound: int | None) -> int | None:
+    """The id above which a relevance search scores, or None to score every match.
+
+    When the plan's ranking MATCH has more than ``bound`` matches (within the
+    filters), the floor is the id of the next one after its newest ``bound``:
+    bm25 then ranks those newest ``bound`` only, walking the index by rowid
+    to find them instead of scoring every match.
+    """
+    route, match = (p.fts_route, p.match) if p.kind == "fts" else (p.score_route, p.score_match)
+    if not bound or match is None:
+        return None
+    t = table(route)
+    fsql, fparams = filters
+    join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
+    row = conn.execute(f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{fsql} "
+                       f"ORDER BY {t}.rowid DESC LIMIT 1 OFFSET ?", (match, *fparams, bound)).fetchone()
+    return None if row is None else row[0]
 
 
 def _parse_aux(raw: dict) -> dict:
@@ -347,10 +408,11 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
 
 def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
                before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
-               cursor=None) -> Hits:
+               cursor=None, relevance_bound="default") -> Hits:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
     _check(sort, limit, snippet_chars)
     sort, offset, last = paging(sort, offset, cursor)
+    relevance_bound = _check_bound(relevance_bound)
     filters = _filters(roles, session_id, after, before)
     node = parse(query)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
@@ -358,10 +420,12 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
+    floor = relevance_floor(conn, p, filters, relevance_bound) if sort == "relevance" else None
     ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
-                     offset=offset, last=last)
+                     offset=offset, last=last, floor=floor, bound=relevance_bound or 0)
     out = Hits()
     out.offset = offset
+    out.ranked_among = None if floor is None else relevance_bound
     if sort != "relevance" and len(ids) == limit:
         out.next_cursor = f"{sort}:{ids[-1]}"
     if not ids:
@@ -377,10 +441,15 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     return out
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:
+def explain(query, live_indexes, *, include_reasoning=False, route=None, relevance_bound="default") -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
+    relevance_bound = _check_bound(relevance_bound)
     node = parse(query)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
     out = p.explain()
+    if relevance_bound and (p.kind == "fts" or p.score_match):
+        out["rank_bound"] = (f"sort=relevance: if more than {relevance_bound:,} rows match, bm25 ranks the newest "
+                             f"{relevance_bound:,} (results say ranked_among) and the older ones follow newest "
+                             "first; relevance_bound=None scores every match")
     out["input"] = query
     return out

@@ -63,6 +63,8 @@ Argument rules (documented safe meanings, else a structured error):
   next page starts at the first hit of the first session not shown, and new
   messages arriving meanwhile do not shift it.  A session can show up again
   on a later page with its older (newest) or newer (oldest) hits.
+  ``ranked_among`` (relevance) says the query matched more messages than
+  search.RELEVANCE_BOUND and bm25 ranked the newest that many.
 * ``exclude_session_ids`` (a list, or one id): sessions left out of discovery
   and browse (e.g. the caller's current one).  A session named explicitly by
   ``session_id`` is still served (``notes`` says so).
@@ -496,8 +498,8 @@ def _read(archive, a: dict, out: dict) -> dict:
     return out
 
 
-def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int]:
-    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen).
+def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int, int | None]:
+    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen, ranked_among).
 
     ``limit`` counts the sessions wanted, those the offset skips included."""
     excluded = set() if a["session_id"] is not None else a["exclude_session_ids"]
@@ -513,7 +515,7 @@ def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int]:
                 continue
             groups.setdefault(h.session_id, []).append(h)
         if len(groups) > limit or len(hits) < fetch or fetch >= FETCH_MAX:
-            return list(groups.values()), len(groups) > limit, len(hits)
+            return list(groups.values()), len(groups) > limit, len(hits), getattr(hits, "ranked_among", None)
         fetch = min(fetch * 4, FETCH_MAX)
 
 
@@ -526,9 +528,13 @@ def _discovery(archive, a: dict, out: dict) -> dict:
     limit = _clamp("limit", a["limit"], DISCOVERY_LIMIT, out["clamped"])
     offset = _clamp("offset", a["offset"], DISCOVERY_OFFSET, out["clamped"])
     reason = a["include_reasoning"]
-    groups, more, seen = _group_hits(archive, a, offset + limit)
+    groups, more, seen, ranked_among = _group_hits(archive, a, offset + limit)
     sort = a["sort"] or "relevance"
     paged = {"offset": offset}
+    if ranked_among:
+        paged["ranked_among"] = ranked_among
+        out["notes"].append(f"more than {ranked_among:,} messages match: relevance ranks the newest "
+                            f"{ranked_among:,}; use after/before or sort newest/oldest to reach older ones")
     if more:
         paged["next_offset"] = offset + limit
         if sort != "relevance":  # continue at the first hit of the first session not shown

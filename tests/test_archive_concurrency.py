@@ -30,7 +30,7 @@ def rowids(ar, route, query):
 
 def test_one_writer_four_readers(tmp_path):
     path = tmp_path / "a.db"
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(200, seed=1))
     committed: list[tuple[int, str]] = [(i + 1, corpus.marker(i)) for i in range(200)]
     errors: list[BaseException] = []
@@ -97,7 +97,7 @@ def test_one_writer_four_readers(tmp_path):
 def test_one_archive_shared_between_threads(tmp_path):
     """Calls on one Archive from several threads are serialized, not an error."""
     errors = []
-    with Archive(tmp_path / "a.db") as ar:
+    with Archive(tmp_path / "a.db", indexes=("cjk", "unicode61", "trigram")) as ar:
         def work(k):
             try:
                 for i in range(100):

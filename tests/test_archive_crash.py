@@ -34,7 +34,7 @@ from cjk_tokenizer.archive import Archive
 def progress(n):
     print(n, flush=True)
 
-ar = Archive({path!r}, extension={extension!r})
+ar = Archive({path!r}, extension={extension!r}, indexes=("cjk", "unicode61", "trigram"))
 records = (m for k in range(1000) for m in corpus.messages(100, seed=k, start=k * 100))
 ar.bulk_import(records, batch_size=50, progress=progress)
 print("finished", flush=True)
@@ -43,7 +43,7 @@ print("finished", flush=True)
 CATCH_UP = """
 import time
 from cjk_tokenizer.archive import Archive
-ar = Archive({path!r}, auto_catch_up=0)
+ar = Archive({path!r}, auto_catch_up=0, indexes=("cjk", "unicode61", "trigram"))
 # Slow SQLite down (not just the gaps between chunks) so the kill lands mid-transaction.
 ar.conn.set_progress_handler(lambda: time.sleep(0.001) or False, 2000)
 ar.catch_up(lambda p: print(p.done, flush=True), chunk=20, target_seconds=None)
@@ -89,7 +89,7 @@ def test_sigkill_mid_bulk_ingest(tmp_path, delay):
     lines = run_and_kill(INGEST.format(tests=TESTS, path=path, extension=True), after_lines=8, extra_delay=delay)
     committed = int(lines[-1])
     assert committed >= 400
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         n = ar.count_messages()
         assert n >= committed and n % 50 == 0, "a batch was half-written"
         rows = dict(ar.conn.execute("SELECT id, content FROM messages"))
@@ -106,7 +106,7 @@ def test_sigkill_mid_bulk_ingest(tmp_path, delay):
 
 def test_sigkill_without_extension_then_mid_catch_up(tmp_path):
     path = str(tmp_path / "a.db")
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(100, seed=1))
     lines = run_and_kill(INGEST.format(tests=TESTS, path=path, extension=False), after_lines=10, extra_delay=0.01)
     with Archive(path, auto_catch_up=0) as ar:

@@ -55,7 +55,7 @@ def no_trigger_touches(ar: Archive, table: str) -> bool:
 
 def test_extension_lost_and_found(tmp_path):
     path = tmp_path / "a.db"
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         assert ar.extension_loaded
         ar.bulk_import(corpus.messages(300, seed=1))
         first = ar.add_message("s0", "user", "部署失败了，怎么回滚？ mk300z")
@@ -111,7 +111,7 @@ def test_extension_lost_and_found(tmp_path):
 
 
 def _outage(path, n_before=400, n_during=600):
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(n_before, seed=3))
     with Archive(path, extension=False) as ar:
         ar.bulk_import(corpus.messages(n_during, seed=4, start=n_before))
@@ -124,7 +124,7 @@ def _outage(path, n_before=400, n_during=600):
 def test_catch_up_interrupted_midway_resumes(tmp_path):
     path = tmp_path / "a.db"
     _outage(path)
-    with Archive(path, auto_catch_up=0) as ar:
+    with Archive(path, auto_catch_up=0, indexes=("cjk", "unicode61", "trigram")) as ar:
         behind0 = ar.index_status()["cjk"]["behind"]
         calls = []
 
@@ -171,7 +171,7 @@ def test_catch_up_interrupted_midway_resumes(tmp_path):
 
 def test_rebuild_interrupted_resumes_and_sees_concurrent_writes(tmp_path):
     path = tmp_path / "a.db"
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(600, seed=5))
         n = ar.count_messages()
         seen = []
@@ -207,7 +207,7 @@ def test_rebuild_interrupted_resumes_and_sees_concurrent_writes(tmp_path):
 
 def test_archive_created_without_extension_gets_its_cjk_index_later(tmp_path):
     path = tmp_path / "a.db"
-    with Archive(path, extension=False) as ar:
+    with Archive(path, extension=False, indexes=("cjk", "unicode61", "trigram")) as ar:
         assert ar.index_status()["cjk"]["status"] == "absent"
         assert not ar.index_status()["cjk"]["exists"]
         ar.bulk_import(corpus.messages(200, seed=6))
@@ -221,7 +221,7 @@ def test_archive_created_without_extension_gets_its_cjk_index_later(tmp_path):
 
 def test_large_backlog_is_left_for_an_explicit_catch_up(tmp_path):
     path = tmp_path / "a.db"
-    with Archive(path, extension=False) as ar:
+    with Archive(path, extension=False, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(120, seed=8))
     with Archive(path, auto_catch_up=100) as ar:  # 120 rows behind > 100: do not block the open
         st = ar.index_status()["cjk"]
@@ -235,7 +235,7 @@ def test_large_backlog_is_left_for_an_explicit_catch_up(tmp_path):
 def test_host_without_extension_joins_while_another_has_it_open(tmp_path):
     """The switch to stale reaches a connection that already had the extension."""
     path = tmp_path / "a.db"
-    with Archive(path) as with_ext:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as with_ext:
         with_ext.bulk_import(corpus.messages(50, seed=9))
         with Archive(path, extension=False) as without:
             assert with_ext.live_indexes() == {"unicode61", "trigram"}  # read fresh from index_state
@@ -285,7 +285,7 @@ def test_index_configuration(tmp_path):
 def test_host_without_extension_keeps_writing_after_another_catches_up(tmp_path):
     """A catch-up elsewhere installs live cjk triggers; this host's next write must still succeed."""
     path = tmp_path / "a.db"
-    with Archive(path) as with_ext, Archive(path, extension=False) as without:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as with_ext, Archive(path, extension=False) as without:
         a = without.add_message("s", "user", "第一条 upd1x")
         assert with_ext.catch_up() is True and with_ext.live_indexes() == {"cjk", "unicode61", "trigram"}
         b = without.add_message("s", "user", "第二条 upd2x")  # would hit "no such tokenizer" unhandled
@@ -303,7 +303,7 @@ def test_failed_load_warns_and_works_like_extension_false(tmp_path, monkeypatch)
     from cjk_tokenizer.errors import ExtensionError
 
     path = tmp_path / "a.db"
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.add_message("s", "user", "有扩展的时候")
 
     def broken(conn):

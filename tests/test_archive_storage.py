@@ -15,12 +15,13 @@ import _archive_corpus as corpus  # noqa: E402
 
 from cjk_tokenizer.archive import Archive, ArchiveError, InputError  # noqa: E402
 
+ALL3 = ("cjk", "unicode61", "trigram")
 ROUTE_TABLES = {"cjk": "messages_fts_cjk", "unicode61": "messages_fts_u61", "trigram": "messages_fts_tri"}
 
 
 @pytest.fixture
 def ar(tmp_path):
-    a = Archive(tmp_path / "a.db")
+    a = Archive(tmp_path / "a.db", indexes=("cjk", "unicode61", "trigram"))
     yield a
     a.close()
 
@@ -177,7 +178,7 @@ def test_ten_megabyte_message(ar):
 
 def test_bulk_import_matches_per_row_and_is_faster(tmp_path):
     records = corpus.messages(1500, seed=2)
-    with Archive(tmp_path / "bulk.db") as bulk, Archive(tmp_path / "row.db") as row:
+    with Archive(tmp_path / "bulk.db", indexes=ALL3) as bulk, Archive(tmp_path / "row.db", indexes=ALL3) as row:
         seen = []
         t0 = time.perf_counter()
         assert bulk.bulk_import(records, batch_size=500, progress=seen.append) == 1500
@@ -227,7 +228,7 @@ def test_refuses_foreign_and_future_files(tmp_path):
     c.execute("CREATE TABLE notes(x); INSERT INTO notes VALUES ('precious')")
     c.close()
     with pytest.raises(ArchiveError, match="not a cjk_tokenizer archive"):
-        Archive(other)
+        Archive(other, indexes=("cjk", "unicode61", "trigram"))
     c = apsw.Connection(str(other))
     assert c.execute("SELECT x FROM notes").fetchall() == [("precious",)]
     assert c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 1
@@ -257,7 +258,7 @@ def test_opens_in_wal_with_foreign_keys(ar):
 def test_search_is_served_only_by_live_indexes(tmp_path):
     pytest.importorskip("cjk_tokenizer.search")
     path = tmp_path / "a.db"
-    with Archive(path) as ar:
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
         mid = ar.add_message("s", "user", "部署失败了 deploy failed")
         ar.add_message("s", "assistant", "好的", reasoning="想想部署的事")
         hits_ = ar.search("部署")
@@ -282,7 +283,7 @@ def test_bulk_batches_are_cut_by_text_size_too(ar, monkeypatch):
 
 def test_cjk_prefix_option_adds_the_prefix_index_and_keeps_results(tmp_path):
     texts = ["大别山项目管理", "项目", "山", "東京の天気", "別の山"]
-    plain = Archive(tmp_path / "plain.db")
+    plain = Archive(tmp_path / "plain.db", indexes=("cjk", "unicode61", "trigram"))
     pre = Archive(tmp_path / "prefix.db", cjk_prefix=True)
     try:
         for ar in (plain, pre):

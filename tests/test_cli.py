@@ -25,6 +25,7 @@ def cli(*args, check=True):
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("cli") / "a.db")
+    Archive(path, indexes=("cjk", "unicode61", "trigram")).close()  # trigram is opt-in; the routes test uses it
     out = cli("import", path, SAMPLE).stdout
     assert "imported 27 messages (6 session headers)" in out
     return path

@@ -82,14 +82,17 @@ def test_every_route_agrees_with_the_oracle(archive, include_reasoning):
 
 
 def test_unicode61_gap_without_trigram_is_only_what_unicode61_cannot_see(archive):
-    """Without trigram, unicode61 misses exactly the occurrences it documents:
-    where unicode61's own tokens do not contain the word (glued to CJK text,
-    or mixing full-width and ASCII letters); the trigram supplement finds them."""
+    """unicode61 alone (a forced route without trigram) misses exactly the
+    occurrences it documents: where unicode61's own tokens do not contain the
+    word (glued to CJK text, or mixing full-width and ASCII letters); the
+    trigram supplement finds them, and so does the router's scan of the
+    non-ASCII rows when trigram is not live."""
     rows, conn = archive
     want = oracle(rows, parse("youer"), False)
-    got = ids(conn, "youer", frozenset({"unicode61"}), None, False)
+    got = ids(conn, "youer", frozenset({"unicode61"}), "unicode61", False)
     assert got < want  # the corpus glues youer to CJK text, so something is missed
     assert ids(conn, "youer", frozenset({"unicode61", "trigram"}), None, False) == want
+    assert ids(conn, "youer", frozenset({"unicode61"}), None, False) == want
     tok = conn.fts5_tokenizer("unicode61", ["remove_diacritics", "2"])
     for r in rows:
         if r["id"] in want - got:

@@ -539,7 +539,7 @@ ROUTE_QUERIES = {
 
 @pytest.fixture(scope="module")
 def snippet_archive(tmp_path_factory):
-    ar = Archive(tmp_path_factory.mktemp("snip") / "s.db")
+    ar = Archive(tmp_path_factory.mktemp("snip") / "s.db", indexes=("cjk", "unicode61", "trigram"))
     for name, text in SNIPPET_ROWS.items():
         ar.add_message(name, "user", text)
         ar.add_message(name, "assistant", "", reasoning=text)  # the same text, only as thought

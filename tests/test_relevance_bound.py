@@ -1,0 +1,88 @@
+"""Bounded relevance: a term matching more rows than ``relevance_bound`` is
+ranked by bm25 among its newest matches, says so, and every match stays
+reachable by paging, sort and time filters."""
+from __future__ import annotations
+
+import pytest
+
+from cjk_tokenizer import Archive
+from cjk_tokenizer.errors import QueryError
+
+N = 40  # messages; every one holds 部署 and deploy, some many times (bm25 differs)
+
+
+@pytest.fixture(params=["cjk", "no extension"], scope="module")
+def archive(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp("bound") / "a.db"
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
+        for i in range(N):
+            reps = 1 + (i * 7) % 5
+            ar.add_message(f"s{i % 4}", "user", "部署系统 deploy " * reps + f"填充 filler{i} " * (5 - reps),
+                           timestamp=1000.0 + i)
+    ar = Archive(path, extension=request.param == "cjk")
+    yield ar
+    ar.close()
+
+
+def _ids(hits):
+    return [h.message_id for h in hits]
+
+
+# fts plans ("部署", "deploy") and combined ones (a negated scan term, a mixed OR)
+QUERIES = ["部署系统", "deploy", "部署系统 -zzz不在", "部署系统 OR deploy"]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_over_the_bound_bm25_ranks_the_newest_and_says_so(archive, query):
+    everything = archive.search(query, limit=1000, relevance_bound=None)
+    assert len(everything) == N and everything.ranked_among is None
+    hits = archive.search(query, limit=8, relevance_bound=10)
+    assert hits.ranked_among == 10
+    newest10 = set(range(N - 9, N + 1))
+    assert set(_ids(hits)) <= newest10
+    # the same order bm25 gives those ten when they are all there is
+    only = archive.search(query, limit=8, after=1000.0 + N - 10, relevance_bound=None)
+    assert _ids(hits) == _ids(only)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_every_match_stays_reachable_by_paging(archive, query):
+    seen = []
+    for offset in range(0, N + 6, 6):
+        seen += _ids(archive.search(query, limit=6, offset=offset, relevance_bound=10))
+    assert sorted(seen) == list(range(1, N + 1))  # each once
+    assert seen[10:] == sorted(seen[10:], reverse=True)  # past the ranked ten: newest first
+    assert set(seen[:10]) == set(range(N - 9, N + 1))
+
+
+def test_time_filters_move_the_ranked_window(archive):
+    hits = archive.search("部署系统", limit=50, before=1000.0 + 20, relevance_bound=10)
+    assert hits.ranked_among == 10 and set(_ids(hits[:10])) == set(range(11, 21))
+
+
+def test_under_the_bound_nothing_changes(archive):
+    a = archive.search("部署系统", limit=50, relevance_bound=N)
+    b = archive.search("部署系统", limit=50, relevance_bound=None)
+    assert _ids(a) == _ids(b) and a.ranked_among is None
+
+
+def test_newest_and_oldest_are_not_bounded(archive):
+    hits = archive.search("部署系统", sort="oldest", limit=5, relevance_bound=3)
+    assert _ids(hits) == [1, 2, 3, 4, 5] and hits.ranked_among is None
+
+
+def test_explain_and_session_search_say_so(archive, monkeypatch):
+    assert "newest 10" in archive.explain("部署系统", relevance_bound=10)["rank_bound"]
+    assert "rank_bound" not in archive.explain("部署系统", relevance_bound=None)
+    assert "ranked_among" not in archive.session_search(query="部署系统")
+    monkeypatch.setattr("cjk_tokenizer.search.RELEVANCE_BOUND", 5)  # the default, read at each call
+    out = archive.session_search(query="部署系统", limit=10)
+    assert out["ranked_among"] == 5 and any("newest 5" in n for n in out["notes"])
+    assert out["sessions"][0]["hit"]["message_id"] > N - 5
+    assert "newest 5" in archive.explain("部署系统")["rank_bound"]
+
+
+@pytest.mark.parametrize("bound", [0, -3, 2.5, "10", True, "defaults"])
+def test_a_bad_bound_is_a_clear_error(archive, bound):
+    with pytest.raises(QueryError, match="relevance_bound"):
+        archive.search("部署系统", relevance_bound=bound)
