@@ -22,6 +22,11 @@ Decisions callers rely on:
   cjk index, if the archive has one, goes stale and is not served, writes go
   on, and the index catches up incrementally once the extension is back
   (``auto_catch_up`` at open when the backlog is small, else ``catch_up()``).
+* ``cjk_unigrams`` (default True): a newly created cjk index gets the
+  tokenizer option ``unigrams 1`` (schema.CJK_UNIGRAMS): one CJK character
+  is then one doclist lookup, not a prefix query over every bigram starting
+  with it.  An existing cjk table keeps its DDL, so an archive created
+  without it is tokenized as before; search asks the DDL which it is.
 * ``cjk_prefix=True`` gives a newly created cjk index FTS5's ``prefix='1'``
   (see ``schema.fts_ddl``): one-character queries stay fast on big archives
   for about half again the cjk index's size.  Off by default.
@@ -55,6 +60,7 @@ from .loader import load
 from .records import InputError
 from .schema import (
     BASE_DDL,
+    cjk_unigrams,
     DEFAULT_ROUTES,
     FTS_COLUMNS,
     FTS_INDEXES,
@@ -139,8 +145,10 @@ class Archive:
     """
 
     def __init__(self, path, *, extension=True, indexes=None, busy_timeout: float = 10.0,
-                 synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False):
+                 synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False,
+                 cjk_unigrams: bool = True):
         self.path = str(path)
+        self._cjk_unigrams = bool(cjk_unigrams)  # used when the cjk table is created (schema.fts_ddl)
         self._cjk_prefix = bool(cjk_prefix)  # used when the cjk table is created (schema.fts_ddl)
         self._lock = threading.RLock()
         try:
@@ -163,7 +171,8 @@ class Archive:
                     self.extension_error = str(exc)
                     warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 2)
             self._open_schema(None if indexes is None else _check_routes(indexes))
-            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix)
+            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix,
+                               unigrams=self._cjk_unigrams)
             if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
                 self.catch_up()
         except BaseException:
@@ -231,7 +240,7 @@ class Archive:
             conn.execute(ddl)
         for route in routes:
             indexing.create_index(conn, route, extension_loaded=self.extension_loaded, empty_table=True,
-                                  prefix=self._cjk_prefix)
+                                  prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # ------------------------------------------------------------------ writing
@@ -519,6 +528,7 @@ class Archive:
 
         with self._lock:
             return run_search(self._conn, query, live_indexes=self.live_indexes(),
+                              cjk_unigrams=cjk_unigrams(self._conn),
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
                               cursor=cursor, **options)
@@ -527,7 +537,8 @@ class Archive:
         """Which route(s) would serve ``query`` on this archive now, and why."""
         from .search import explain
 
-        return explain(query, self.live_indexes(), **options)
+        with self._lock:
+            return explain(query, self.live_indexes(), cjk_unigrams=cjk_unigrams(self._conn), **options)
 
     def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
                        include_reasoning=False, roles=None, after=None, before=None, sort=None,
@@ -634,7 +645,7 @@ class Archive:
             for r in routes:
                 self._catchable(r)  # checks it exists and can be tokenized here
                 if restart or st[r][0] != "building":
-                    indexing.start_rebuild(self._conn, r, prefix=self._cjk_prefix)
+                    indexing.start_rebuild(self._conn, r, prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
             for r in routes:
                 steps = indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
                 if not self._drive(steps, progress):
@@ -650,7 +661,7 @@ class Archive:
                 return
             empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
             indexing.create_index(self._conn, route, extension_loaded=self.extension_loaded, empty_table=empty,
-                                  prefix=self._cjk_prefix)
+                                  prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
 
     def drop_index(self, route: str) -> None:
         """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""

@@ -12,7 +12,8 @@ query run as one MATCH with bm25 (``fts_expression``).
 What each route can express
 ---------------------------
 cjk        every term.  A 1-character CJK run is ``"X"*`` (the index keeps a
-           unigram for every run-final character, so X* finds every X); longer
+           unigram for every run-final character, so X* finds every X), or
+           ``"X"`` on an index with a unigram for every character; longer
            runs and mixed terms are phrases of bigrams and words.  A
            1-character CJK unit after another unit (``abc别``, ``"大别 山"``)
            needs the prefix form, which also matches a 2-character run
@@ -169,14 +170,16 @@ def _trigram_lookup(text: str) -> str | None:
 # ---- cjk -------------------------------------------------------------------
 
 
-def cjk_expr(term: Term) -> str:
+def cjk_expr(term: Term, unigrams: bool = False) -> str:
     units = term.units
+    if unigrams and not term.prefix and len(units) == 1 and units[0].kind == CJK and len(units[0].text) == 1:
+        return phrase(units[0].text)  # every occurrence has its unigram: one doclist
     star = term.prefix or (units[-1].kind == CJK and len(units[-1].text) == 1)
     return phrase(" ".join(u.text for u in units)) + ("*" if star else "")
 
 
-def cjk_term(term: Term, columns, **_) -> TermSql:
-    expr = cjk_expr(term)
+def cjk_term(term: Term, columns, *, unigrams: bool = False, **_) -> TermSql:
+    expr = cjk_expr(term, unigrams)
     sql, params = _in_fts("cjk", columns, expr)
     if any(u.kind == CJK and len(u.text) == 1 for u in term.units[1:]):
         sql, params = _checked([(sql, params)], _verify(term, columns))
@@ -310,7 +313,7 @@ COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_te
 
 
 def compile_term(route: str, term: Term, columns, *, trigram: bool = False, words: bool = False,
-                 exhaustive: bool = False) -> TermSql | None:
+                 exhaustive: bool = False, unigrams: bool = False) -> TermSql | None:
     """The term on ``route``, or None if the route cannot express it.
 
     ``trigram``: the trigram index may help (unicode61's glued words, scan's
@@ -318,9 +321,10 @@ def compile_term(route: str, term: Term, columns, *, trigram: bool = False, word
     unicode61 index (scan's prefilter for words).  ``exhaustive``: close
     unicode61's gap (glued words) by checking every non-ASCII row in Python;
     the router asks for it for negated terms, where a gap would let excluded
-    messages through.
+    messages through.  ``unigrams``: the cjk index has a unigram for every
+    CJK character (schema.CJK_UNIGRAMS).
     """
-    return COMPILERS[route](term, columns, trigram=trigram, words=words, exhaustive=exhaustive)
+    return COMPILERS[route](term, columns, trigram=trigram, words=words, exhaustive=exhaustive, unigrams=unigrams)
 
 
 # ---- whole queries ----------------------------------------------------------

@@ -115,7 +115,8 @@ def _set_triggers(conn, route: str, status: str) -> None:
         conn.execute(sql)
 
 
-def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool, prefix: bool = False) -> None:
+def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool, prefix: bool = False,
+                 unigrams: bool = True) -> None:
     """Configure ``route`` on this archive (inside a transaction).
 
     Without its tokenizer the index is recorded 'absent'.  Otherwise the table
@@ -134,7 +135,7 @@ def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool,
         # Whatever it holds is unaccounted for; the watermark below says "nothing".
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
     else:
-        conn.execute(fts_ddl(route, prefix=prefix))
+        conn.execute(fts_ddl(route, prefix=prefix, unigrams=unigrams))
     conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
     status = "live" if empty_table else "building"
     _set_state(conn, route, status, 0)
@@ -162,7 +163,7 @@ def _needs_change(conn, route: str, status: str, available: bool) -> bool:
     return not _triggers_ok(conn, route, status)
 
 
-def reconcile(conn, *, extension_loaded: bool, prefix: bool = False) -> list[str]:
+def reconcile(conn, *, extension_loaded: bool, prefix: bool = False, unigrams: bool = True) -> list[str]:
     """Bring every configured index in line with what this connection can do.
 
     Returns the routes that were switched from live to stale.  Done in one
@@ -195,7 +196,8 @@ def reconcile(conn, *, extension_loaded: bool, prefix: bool = False) -> list[str
                     went_stale.append(route)
                 _set_triggers(conn, route, status)
             elif not exists or status == "absent":
-                create_index(conn, route, extension_loaded=extension_loaded, empty_table=empty, prefix=prefix)
+                create_index(conn, route, extension_loaded=extension_loaded, empty_table=empty, prefix=prefix,
+                             unigrams=unigrams)
             else:
                 _set_triggers(conn, route, status)
     return went_stale
@@ -226,12 +228,14 @@ def behind(conn, route: str, *, cap: int | None = None) -> int:
     return int(backlog) + _count_above(conn, upto, cap)
 
 
-def start_rebuild(conn, route: str, *, prefix: bool = False) -> None:
-    """Empty the index and mark it building from watermark 0 (one transaction)."""
+def start_rebuild(conn, route: str, *, prefix: bool = False, unigrams: bool = True) -> None:
+    """Empty the index and mark it building from watermark 0 (one transaction).
+
+    An existing table keeps its DDL (and so its tokenizer options)."""
     table = fts_table(route)
     with immediate(conn):
         if not _table_exists(conn, table):
-            conn.execute(fts_ddl(route, prefix=prefix))
+            conn.execute(fts_ddl(route, prefix=prefix, unigrams=unigrams))
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
         _set_state(conn, route, "building", 0)

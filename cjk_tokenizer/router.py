@@ -129,10 +129,10 @@ class Plan:
         return out
 
 
-def _auto(term: Term, live: frozenset, columns, negated: bool) -> tuple[TermSql, str]:
+def _auto(term: Term, live: frozenset, columns, negated: bool, unigrams: bool = False) -> tuple[TermSql, str]:
     tri = "trigram" in live
     if "cjk" in live:
-        return compile_term("cjk", term, columns), "the cjk index answers every term"
+        return compile_term("cjk", term, columns, unigrams=unigrams), "the cjk index answers every term"
     if term.words_only:
         if "unicode61" in live:
             why = "words: the unicode61 index (word semantics, bm25)"
@@ -165,9 +165,10 @@ _CANNOT = {
 }
 
 
-def _forced(term: Term, route: str, live: frozenset, columns, negated: bool) -> tuple[TermSql, str]:
+def _forced(term: Term, route: str, live: frozenset, columns, negated: bool,
+            unigrams: bool = False) -> tuple[TermSql, str]:
     form = compile_term(route, term, columns, trigram=(route == "unicode61" and "trigram" in live),
-                        exhaustive=negated)
+                        exhaustive=negated, unigrams=unigrams)
     if form is None:
         raise QueryError(f"route {route!r} cannot express {term}: {_CANNOT[route]}")
     return form, f"route={route!r} was requested"
@@ -181,8 +182,11 @@ def check_live(live_indexes) -> frozenset:
     return live
 
 
-def plan(node, live_indexes, *, columns, route: str | None = None) -> Plan:
-    """Choose the route of every term of ``node`` and how to run the whole query."""
+def plan(node, live_indexes, *, columns, route: str | None = None, cjk_unigrams: bool = False) -> Plan:
+    """Choose the route of every term of ``node`` and how to run the whole query.
+
+    ``cjk_unigrams``: the cjk index has a unigram for every CJK character
+    (schema.CJK_UNIGRAMS), so one character is the plain string ``"X"``."""
     live = check_live(live_indexes)
     columns = tuple(columns)
     if route is not None:
@@ -195,7 +199,8 @@ def plan(node, live_indexes, *, columns, route: str | None = None) -> Plan:
     negated = set(negative_terms(node))
     for t in dict.fromkeys(terms(node)):
         neg = t in negated
-        form, why = _forced(t, route, live, columns, neg) if route else _auto(t, live, columns, neg)
+        form, why = (_forced(t, route, live, columns, neg, cjk_unigrams) if route
+                     else _auto(t, live, columns, neg, cjk_unigrams))
         p.forms[t] = form
         p.reasons[t] = why
     used = p.routes

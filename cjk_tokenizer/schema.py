@@ -171,7 +171,21 @@ def fts_table(route: str) -> str:
     return FTS_INDEXES[route][0]
 
 
-def fts_ddl(route: str, *, prefix: bool = False) -> str:
+# The cjk tokenizer option every cjk table this version creates gets: a
+# unigram for every CJK character (csrc/cjk_tokenizer.h), so one character is
+# one doclist.  It lives in the table's tokenize= argument, which FTS5 reads
+# for every later write: a table created without it (by an earlier version,
+# or with cjk_unigrams=False) is tokenized as it always was.
+CJK_UNIGRAMS = "unigrams 1"
+
+
+def cjk_unigrams(conn) -> bool:
+    """Does this archive's cjk table index every CJK character (its DDL says so)?"""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (fts_table("cjk"),)).fetchone()
+    return bool(row and row[0] and CJK_UNIGRAMS in row[0])
+
+
+def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False) -> str:
     """CREATE statement of ``route``'s index.
 
     ``prefix=True`` (``Archive(..., cjk_prefix=True)``, cjk only) adds FTS5's
@@ -179,9 +193,12 @@ def fts_ddl(route: str, *, prefix: bool = False) -> str:
     doclist instead of merging every bigram that starts with X — measured in
     bench/RESULTS.md: the most frequent character's count 20 ms -> 1.3 ms and
     newest-first 20 ms -> 0.2 ms on 300 MB, for +52% cjk index size and +38%
-    cjk build time.  The choice is fixed when the table is created.
+    cjk build time.  The choice is fixed when the table is created, as is
+    ``unigrams=True`` (cjk only): the tokenizer option CJK_UNIGRAMS.
     """
     table, tokenize = FTS_INDEXES[route]
+    if unigrams and route == "cjk":
+        tokenize += " " + CJK_UNIGRAMS
     cols = ", ".join(FTS_COLUMNS)
     extra = ", prefix='1'" if prefix and route == "cjk" else ""
     return (

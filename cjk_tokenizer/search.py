@@ -408,14 +408,15 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
 
 def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
                before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
-               cursor=None, relevance_bound="default") -> Hits:
+               cursor=None, relevance_bound="default", cjk_unigrams=False) -> Hits:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
     _check(sort, limit, snippet_chars)
     sort, offset, last = paging(sort, offset, cursor)
     relevance_bound = _check_bound(relevance_bound)
     filters = _filters(roles, session_id, after, before)
     node = parse(query)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
+    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                  cjk_unigrams=cjk_unigrams)
     state = ensure_functions(conn)
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
@@ -441,12 +442,16 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     return out
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None, relevance_bound="default") -> dict:
+def explain(query, live_indexes, *, include_reasoning=False, route=None, relevance_bound="default",
+            cjk_unigrams=False) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
     relevance_bound = _check_bound(relevance_bound)
     node = parse(query)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
+    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                  cjk_unigrams=cjk_unigrams)
     out = p.explain()
+    if "cjk" in p.live:
+        out["cjk_unigrams"] = bool(cjk_unigrams)  # one character: "X" (a unigram each) or "X"* (prefix)
     if relevance_bound and (p.kind == "fts" or p.score_match):
         out["rank_bound"] = (f"sort=relevance: if more than {relevance_bound:,} rows match, bm25 ranks the newest "
                              f"{relevance_bound:,} (results say ranked_among) and the older ones follow newest "

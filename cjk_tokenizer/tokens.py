@@ -68,10 +68,25 @@ def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, i
             raise ExtensionError(f"{TOKENIZER} failed: {exc}") from exc
         finally:
             tok = None
+    # APSW gives colocated tokens the offsets of the token they share a
+    # position with; with "unigrams 1" the first one stands for the bigram's
+    # first character, any other for the run-final one.
+    unigrams = any(a.lower() == "unigrams" and v == "1" for a, v in zip(args[::2], args[1::2]))
     out: list[tuple[str, int, int, bool]] = []
     for entry in raw:
         start, end, first, *colocated = entry
         out.append((first, start, end, False))
-        for extra in colocated:
-            out.append((extra, _last_char_start(data, start, end, extra), end, True))
+        for k, extra in enumerate(colocated):
+            span = _first_char_span(data, start, end, extra) if unigrams and k == 0 and mode != "query" else None
+            if span is None:
+                span = (_last_char_start(data, start, end, extra), end)
+            out.append((extra, *span, True))
     return out
+
+
+def _first_char_span(data: bytes, start: int, end: int, token: str):
+    """(start, end) of the character at ``start`` that the unigram ``token`` stands for, or None."""
+    for k in range(start + 1, end):
+        if (data[k] & 0xC0) != 0x80 and _native.fold(data[start:k].decode("utf-8", "replace")) == token:
+            return start, k
+    return None

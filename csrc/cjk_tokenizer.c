@@ -25,6 +25,7 @@ typedef struct CjkTokenizer {
   int nSep;                    /* CJK code points named in separators= ... */
   unsigned *aSep;              /* ... which then split CJK runs */
   int bSplitNewline;           /* '\n' is a separator: long segments may split there */
+  int bUnigrams;               /* unigrams 1: see "unigrams option" below */
 } CjkTokenizer;
 
 /* Per-call state shared with the callback that forwards unicode61's tokens. */
@@ -43,6 +44,10 @@ typedef struct TokState {
 /* Segments of non-CJK text longer than this are handed to unicode61 in pieces
 ** split at a newline, so folding never copies more than about this much. */
 #define CJK_CHUNK 65536
+
+/* Most tokenizer arguments (names and values) accepted: the arguments handed
+** on to unicode61 are copied into an array of this size. */
+#define CJK_MAX_ARGS 64
 
 /* ---- arguments --------------------------------------------------------- */
 
@@ -128,15 +133,47 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
       }
     } else if (optionIs(zName, "categories")) {
       if (checkCategories(zVal, zErr, nErr)) return 1;
+    } else if (optionIs(zName, "unigrams")) {
+      if (!((zVal[0] == '0' || zVal[0] == '1') && zVal[1] == 0)) {
+        setErr(zErr, nErr, "cjk_unicode61: unigrams must be 0 or 1, not '%s'", zVal);
+        return 1;
+      }
     } else if (!optionIs(zName, "tokenchars") && !optionIs(zName, "separators")) {
       setErr(zErr, nErr,
              "cjk_unicode61: unknown option '%s' (known: remove_diacritics, tokenchars, "
-             "separators, categories)",
+             "separators, categories, unigrams)",
              zName);
       return 1;
     }
   }
+  if (nArg > CJK_MAX_ARGS) {
+    setErr(zErr, nErr, "cjk_unicode61: too many options (at most 32 name value pairs)", 0);
+    return 1;
+  }
   return 0;
+}
+
+/* ---- unigrams option ---------------------------------------------------
+** "unigrams 1" also indexes, in documents, every CJK character as a unigram
+** colocated with the bigram it starts (the run-final character already is
+** one), so the plain string "X" finds every occurrence of X, in one doclist.
+** Off by default: the option is part of the table's tokenize= argument, so a
+** table created without it keeps being tokenized exactly as when it was
+** created (an FTS5 delete re-tokenizes the row; a changed tokenization would
+** corrupt the index).  unicode61 does not know the option: it is taken out of
+** the arguments handed to it. */
+static int readUnigrams(CjkTokenizer *p, const char **azArg, int nArg, const char **aInner, int *pnInner) {
+  int i, n = 0;
+  for (i = 0; i + 1 < nArg; i += 2) {
+    if (optionIs(azArg[i], "unigrams")) {
+      p->bUnigrams = azArg[i + 1][0] == '1';
+    } else {
+      aInner[n++] = azArg[i];
+      aInner[n++] = azArg[i + 1];
+    }
+  }
+  *pnInner = n;
+  return SQLITE_OK;
 }
 
 /* Collect the CJK letters named in every separators= option. */
@@ -215,19 +252,22 @@ int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Token
   void *pUd = 0;
   int rc;
   char zErr[8];
+  const char *aInner[CJK_MAX_ARGS];
+  int nInner = 0;
   *ppOut = 0;
   if (!pApi) return SQLITE_ERROR;
   if (cjk_check_args(azArg, nArg, zErr, (int)sizeof(zErr))) return SQLITE_ERROR;
   p = calloc(1, sizeof(*p));
   if (!p) return SQLITE_NOMEM;
+  readUnigrams(p, azArg, nArg, aInner, &nInner);
   if (pApi->iVersion >= 3) {
     p->bV2 = 1;
     rc = pApi->xFindTokenizer_v2(pApi, "unicode61", &pUd, &p->pInner2);
     if (rc == SQLITE_OK && !p->pInner2) rc = SQLITE_ERROR;
-    if (rc == SQLITE_OK) rc = p->pInner2->xCreate(pUd, azArg, nArg, &p->pInner);
+    if (rc == SQLITE_OK) rc = p->pInner2->xCreate(pUd, aInner, nInner, &p->pInner);
   } else {
     rc = pApi->xFindTokenizer(pApi, "unicode61", &pUd, &p->inner1);
-    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, azArg, nArg, &p->pInner);
+    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, aInner, nInner, &p->pInner);
   }
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
   if (rc == SQLITE_OK) rc = probeNewline(p);
@@ -378,6 +418,11 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
       int nCur = cjk_utf8_put(cp, (unsigned char *)aTok + nPrev);
       rc = emit(s, 0, aTok, nPrev + nCur, iPrev, i);
       if (rc != SQLITE_OK) return rc;
+      if (p->bUnigrams && !(flags & FTS5_TOKENIZE_QUERY)) {
+        /* unigrams option: the bigram's first character, at its position */
+        rc = emit(s, FTS5_TOKEN_COLOCATED, aTok, nPrev, iPrev, iStart);
+        if (rc != SQLITE_OK) return rc;
+      }
     }
     prevCp = cp;
     nPrev = cjk_utf8_put(prevCp, (unsigned char *)aTok);

@@ -18,6 +18,9 @@
 **   phrase).  Full-width ASCII folds to ASCII and half-width katakana and
 **   Hangul to their full-width forms, in documents and queries alike, with
 **   offsets pointing at the original bytes.  Invalid UTF-8 is a separator.
+**   Option "unigrams 1" (default 0): documents also get every CJK character
+**   as a unigram colocated with the bigram it starts, so the plain string "X"
+**   finds every occurrence of X; queries are tokenized as without it.
 */
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H
