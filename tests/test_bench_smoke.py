@@ -3,6 +3,8 @@
 bench/bench_index.py --smoke   sanity of the index build numbers, needles found by the cjk index
 bench/bench_queries.py --smoke every route returns the scan route's ids for each query it can
                                express; planted needles found at their ids on every route
+bench/bench_lean.py --smoke    the default archive before and after give the same newest-first
+                               ids; one character as a plain string equals a LIKE scan
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
 tests skip, unless CJK_REQUIRE_ALL_HOSTS is set (CI installs the bench extra), then they fail.
@@ -47,3 +49,10 @@ def test_bench_queries_smoke(tmp_path):
     assert "0 problems" in p.stdout, p.stdout
     # the smoke archive and its needle manifest are in the workdir, nothing was written to bench/
     assert any(name.endswith(".db.json") for name in os.listdir(tmp_path))
+
+
+def test_bench_lean_smoke(tmp_path):
+    """Before/after defaults: newest-first ids agree and raw MATCH '"X"' equals LIKE (checked, not timed)."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    p = _run([os.path.join(BENCH, "bench_lean.py"), "--smoke"], ROOT)
+    assert "smoke ok" in p.stdout, p.stdout

@@ -144,3 +144,17 @@ def test_an_archive_made_without_unigrams_keeps_its_tokenization_through_writes(
         assert {h.message_id for h in ar.search("大", limit=1000)} == {r[0] for r in rows}
         assert ar.rebuild("cjk") and _ddl(ar) == OLD_DDL  # a rebuild keeps the table's options
         assert ar.integrity_check()["cjk"] == "ok"
+
+
+def test_an_old_archive_gets_unigrams_by_recreating_its_cjk_index(tmp_path):
+    path = tmp_path / "upgrade.db"
+    with Archive(path, cjk_unigrams=False) as ar:
+        ids = [ar.add_message("s", "user", d) for d in _docs(50)]
+    with Archive(path) as ar:
+        ar.drop_index("cjk")
+        ar.add_index("cjk")
+        assert ar.catch_up() is True
+        assert "unigrams 1" in _ddl(ar) and ar.integrity_check()["cjk"] == "ok"
+        want = {i for i, d in zip(ids, _docs(50)) if "天" in d}
+        assert ar.explain("天")["match"].endswith('("天")')
+        assert {h.message_id for h in ar.search("天", limit=1000)} == want
