@@ -158,3 +158,14 @@ def test_an_old_archive_gets_unigrams_by_recreating_its_cjk_index(tmp_path):
         want = {i for i, d in zip(ids, _docs(50)) if "天" in d}
         assert ar.explain("天")["match"].endswith('("天")')
         assert {h.message_id for h in ar.search("天", limit=1000)} == want
+
+
+def test_new_indexes_get_the_build_settings(tmp_path):
+    from cjk_tokenizer.indexing import FTS_SETTINGS
+
+    with Archive(tmp_path / "s.db") as ar:
+        for t in ("messages_fts_cjk", "messages_fts_u61"):
+            config = dict(ar.conn.execute(f"SELECT k, v FROM {t}_config"))
+            assert all(config[k] == v for k, v in FTS_SETTINGS.items()), (t, config)
+        ar.add_message("s", "user", "大别山")
+        assert ar.integrity_check()["cjk"] == "ok"
