@@ -16,6 +16,8 @@ first for frequent one- and two-character CJK terms, frequent Latin words and
 planted needles, plus the raw FTS5 newest-first query for one character
 (``"X"*`` before, ``"X"`` after).  Checked, not timed: newest-first ids are
 equal on both archives, and after's raw ``MATCH '"X"'`` equals a LIKE scan.
+Last, the after archive's relevance latency for each bound in ``SWEEP`` (the
+measurement behind ``search.RELEVANCE_BOUND``).
 
     python bench/generate.py --size 100MB -o /tmp/c100.jsonl
     python bench/bench_lean.py --jsonl /tmp/c100.jsonl              # writes the "lean" section of RESULTS.md
@@ -134,6 +136,26 @@ def measure(paths, terms, runs):
     return rows
 
 
+SWEEP = (2_000, 5_000, 10_000, 20_000, None)
+
+
+def sweep(path, terms, runs):
+    """Relevance top 20 on the after archive for each bound, for the terms with the most matches."""
+    out = []
+    with Archive(path, auto_catch_up=0) as ar:
+        for kind, term in terms:
+            if kind not in ("1 char", "2 chars", "Latin word"):
+                continue
+            match = ar.explain(term)["match"]
+            row = {"term": term, "matches": ar.conn.execute(
+                "SELECT count(*) FROM messages_fts_cjk WHERE messages_fts_cjk MATCH ?", (match,)).fetchone()[0]}
+            for bound in SWEEP:
+                row[bound] = timed(lambda: ar.search(term, limit=20, relevance_bound=bound), runs)
+            out.append(row)
+            log("sweep", row)
+    return out
+
+
 def check_like(path, terms):
     """after: raw MATCH '"X"' returns exactly the rows a LIKE scan returns."""
     out = {}
@@ -151,7 +173,7 @@ def check_like(path, terms):
     return out
 
 
-def fmt(cmd, load, info, builds, rows, like):
+def fmt(cmd, load, info, builds, rows, like, swept):
     def x(n, text):
         return f"{n / text:.2f}x"
 
@@ -177,6 +199,11 @@ def fmt(cmd, load, info, builds, rows, like):
         out.append(f"| {r['kind']} | {r['term']} | {r.get('matches', '')} | {c(r['before relevance'])} |"
                    f" {c(r['after relevance'])} | {r['after ranked_among'] or ''} | {c(r['before newest'])} |"
                    f" {c(r['after newest'])} | {c(r.get('before raw newest'))} | {c(r.get('after raw newest'))} |")
+    out += ["", "Choosing `relevance_bound` (after archive): relevance top 20, ms p50 / p95, by bound:", "",
+            "| term | matches | " + " | ".join(f"{b:,}" if b else "every match" for b in SWEEP) + " |",
+            "|---|---:|" + "---:|" * len(SWEEP)]
+    for r in swept:
+        out.append(f"| {r['term']} | {r['matches']:,} | " + " | ".join(c(r[b]) for b in SWEEP) + " |")
     out += ["", "Checked in the same run: newest-first ids are equal on both archives for every term; on the "
             "after archive raw `MATCH '\"X\"'` returns exactly the rows of a LIKE scan over the four columns ("
             + ", ".join(f"{k}: {v:,} rows" for k, v in like.items()) + ")."]
@@ -211,13 +238,14 @@ def main(argv=None):
     terms = pick_terms(paths["after"], needles)
     rows = measure(paths, terms, 3 if a.smoke else a.runs)
     like = check_like(paths["after"], terms)
+    swept = sweep(paths["after"], terms, 3 if a.smoke else a.runs)
     if a.smoke:
         print("smoke ok", json.dumps({s: round(b["file"] / b["text"], 2) for s, b in builds.items()}))
         return 0
     cmd = "python bench/bench_lean.py " + " ".join(argv if argv is not None else sys.argv[1:])
     info = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"SQLite {apsw.sqlite_lib_version()}, APSW {apsw.apsw_version()}")
-    body = fmt(cmd, (f"{load0:.1f}", f"{os.getloadavg()[0]:.1f}"), info, builds, rows, like)
+    body = fmt(cmd, (f"{load0:.1f}", f"{os.getloadavg()[0]:.1f}"), info, builds, rows, like, swept)
     results.update_section(a.results, "lean", body)
     print(body)
     return 0
