@@ -162,7 +162,7 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
 ** created (an FTS5 delete re-tokenizes the row; a changed tokenization would
 ** corrupt the index).  unicode61 does not know the option: it is taken out of
 ** the arguments handed to it. */
-static int readUnigrams(CjkTokenizer *p, const char **azArg, int nArg, const char **aInner, int *pnInner) {
+static void readUnigrams(CjkTokenizer *p, const char **azArg, int nArg, const char **aInner, int *pnInner) {
   int i, n = 0;
   for (i = 0; i + 1 < nArg; i += 2) {
     if (optionIs(azArg[i], "unigrams")) {
@@ -173,7 +173,6 @@ static int readUnigrams(CjkTokenizer *p, const char **azArg, int nArg, const cha
     }
   }
   *pnInner = n;
-  return SQLITE_OK;
 }
 
 /* Collect the CJK letters named in every separators= option. */
