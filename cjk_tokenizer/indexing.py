@@ -117,8 +117,8 @@ def _set_triggers(conn, route: str, status: str) -> None:
 
 # FTS5 settings every new index gets (stored in its %_config table).  A
 # hashsize of 16 MiB lets FTS5 gather a whole bulk_import batch in memory
-# before writing a segment: fewer, larger segments, less merging — faster
-# builds and a smaller index (bench/RESULTS.md, "lean" section).
+# before writing a segment: fewer, larger segments — a smaller index; build
+# time changed less than the machine's noise (bench/bench_fts_settings.py).
 FTS_SETTINGS = {"hashsize": 16 * 2**20}
 
 
