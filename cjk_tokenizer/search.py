@@ -88,7 +88,7 @@ MAX_LIMIT = 1000
 MAX_OFFSET = 100_000
 # relevance_bound's default: a term matching more rows is ranked among its
 # newest this many matches (bench/RESULTS.md has the measurement behind it).
-RELEVANCE_BOUND = 10_000
+RELEVANCE_BOUND = 5_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
