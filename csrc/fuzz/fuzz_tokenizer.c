@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fts5_tokenizer tok;
   void *pUd = 0;
   Fts5Tokenizer *pTok = 0;
-  const char *azArg[6];
+  const char *azArg[8];
   char zArgVal[64];
   int nArg = 0, rc;
   Check c;
@@ -105,6 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 4: azArg[nArg++] = "categories"; azArg[nArg++] = "L* N* Co Mn"; break;
     default: azArg[nArg++] = "remove_diacritics"; azArg[nArg++] = "0";
              azArg[nArg++] = "separators"; azArg[nArg++] = zArgVal; break;
+  }
+  if (data[1] & 0x80) { /* the unigrams option: a colocated unigram per bigram */
+    azArg[nArg++] = "unigrams";
+    azArg[nArg++] = "1";
   }
   if (pFts5->xFindTokenizer(pFts5, "cjk_unicode61", &pUd, &tok) != SQLITE_OK) abort();
   if (tok.xCreate(pUd, azArg, nArg, &pTok) != SQLITE_OK) return 0; /* e.g. bad UTF-8 arg */
