@@ -31,6 +31,11 @@ def require_plugin(tool_module: str, group: str) -> None:
     """Skip (fail in CI) unless ``tool_module`` is importable and our entry point is installed."""
     if importlib.util.find_spec(tool_module) is None:
         _skip_or_fail(f"{tool_module} is not installed (pip install -e '.[test]')", "CJK_REQUIRE_ALL_HOSTS")
+    if os.environ.get("CJK_EXPECT_INSTALLED"):  # CI's plugins stage: not the checkout's source tree
+        import cjk_tokenizer
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        assert not os.path.abspath(cjk_tokenizer.__file__).startswith(root + os.sep), cjk_tokenizer.__file__
     ours = [e for e in importlib.metadata.entry_points(group=group) if e.value.startswith("cjk_tokenizer.")]
     if not ours:
         _skip_or_fail(f"cjk-tokenizer is not installed in this Python, so its {group} entry point is missing",
