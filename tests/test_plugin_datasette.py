@@ -45,6 +45,9 @@ def archive(tmp_path_factory):
         s2 = ar.add_session(title="other")
         ids["other"] = ar.add_message(s2, "user", "nothing relevant here")
         ids["big2"] = ar.add_message(s2, "user", "伟大的工程")
+        # "abc别" needs the prefix form "abc 别"*, which also matches abc特别: rows are checked
+        ids["glued"] = ar.add_message(s2, "user", "修改abc别人的配置")
+        ids["near_miss"] = ar.add_message(s2, "user", "修改abc特别")
     return str(path), ids
 
 
@@ -88,15 +91,18 @@ def test_archive_one_character_finds_every_occurrence(archive):
 def test_archive_query_language_and_bad_query(archive):
     hosts.require_loading()
     path, ids = archive
-    phrase, negated, bad = _get(
+    phrase, negated, bad, bad_page = _get(
         [path],
         "/archive/messages.json?_search=%22大别山%22&_shape=array",
         "/archive/messages.json?_search=大 -伟大&_shape=array",
         "/archive/messages.json?_search=%22%22&_shape=array",
+        "/archive/messages?_search=%22%22",
     )
     assert _ids(phrase) == [ids["inside"]]
     assert _ids(negated) == sorted([ids["end"], ids["inside"]])
-    assert bad.status_code == 200 and bad.json() == []  # says why in the page's description, no traceback
+    # a query with nothing to search: no rows, and the page says why (no traceback)
+    assert bad.status_code == 200 and bad.json() == []
+    assert bad_page.status_code == 200 and "nothing to search for in" in bad_page.text
 
 
 def test_archive_html_has_search_box_and_highlighted_snippet(archive):
@@ -137,6 +143,53 @@ def test_archive_canned_query_groups_by_session(archive):
     plain = sorted(s.replace("<mark>", "").replace("</mark>", "") for s in snippets)
     assert plain == sorted(["伟大的工程", "用户想部署大模型", "这个改动很大", "大别山项目的进度"])
     assert all(re.search("<mark>[^<]*大[^<]*</mark>", s) for s in snippets), snippets
+
+
+def test_archive_terms_that_need_a_row_check(archive):
+    hosts.require_loading()
+    path, ids = archive
+    table, canned, bad = _get(
+        [path],
+        "/archive/messages.json?_search=abc别&_shape=array",
+        "/archive/cjk_search.json?q=abc别&reasoning=&_shape=array",
+        "/archive/cjk_search.json?q=*&reasoning=&_shape=array",
+    )
+    assert _ids(table) == [ids["glued"]]
+    assert [r["message_id"] for r in canned.json()] == [ids["glued"]]
+    # a query that cannot run says why, in one line, instead of returning nothing
+    assert bad.status_code == 400
+    assert "cjk_search: nothing to search for in '*'" in bad.json()["error"]
+
+
+def test_archive_without_cjk_index_searches_other_routes(tmp_path):
+    hosts.require_loading()
+    import warnings
+
+    from cjk_tokenizer import Archive
+
+    path = tmp_path / "nocjk.db"
+    with warnings.catch_warnings(), Archive(path, extension=False) as ar:
+        warnings.simplefilter("ignore")
+        s = ar.add_session()
+        said = ar.add_message(s, "user", "伟大的工程")
+        ar.add_message(s, "assistant", "ok", reasoning="大模型")
+        deploy = ar.add_message(s, "user", "deploy the 部署脚本")
+    one, words, canned = _get([path], "/nocjk/messages.json?_search=大&_shape=array",
+                              "/nocjk/messages.json?_search=deploy 部署&_shape=array", "/nocjk")
+    assert _ids(one) == [said]
+    assert _ids(words) == [deploy]
+    assert "cjk_search" not in canned.text  # the canned query needs the cjk index
+
+
+def test_escape_fts_matches_datasette_except_one_cjk_character():
+    from datasette.utils import escape_fts as theirs
+
+    from cjk_tokenizer.plugins.datasette import escape_fts as ours
+
+    for q in ["hello world", '"a phrase" word', 'unbalanced "quote', "项目 管理", "a-b c:d", "大别", "x*", ""]:
+        assert ours(q) == theirs(q), q
+    assert ours("大") == '"大"*'
+    assert ours('项目 "大" 山') == '"项目" "大"* "山"*'
 
 
 def test_plain_fts_table_one_character_and_words(tmp_path):

@@ -43,6 +43,7 @@ finds only occurrences that end a CJK run).
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import re
 
@@ -55,7 +56,7 @@ from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_o
 from cjk_tokenizer.query import parse
 from cjk_tokenizer.router import plan as make_plan
 from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
-from cjk_tokenizer.evaluate import sql_term_match
+from cjk_tokenizer.evaluate import evaluate, sql_term_match
 from cjk_tokenizer.search import _sql_fold, searched_columns
 
 TOOL = "Datasette"
@@ -79,16 +80,54 @@ def _is_truthy(value) -> bool:
     return str(value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def _fts_query(q, reasoning=None):
-    """SQL ``cjk_fts_query(q, reasoning)``: the query language compiled to one cjk MATCH.
+@functools.lru_cache(maxsize=64)
+def _cjk_plan(q: str, reasoning: bool):
+    return make_plan(parse(q), {"cjk"}, columns=searched_columns(reasoning), route="cjk")
 
-    An empty query (the canned query's empty form) is ``""``, which matches
-    nothing; a bad query is an SQL error carrying QueryError's message.
+
+def _fts_query(q, reasoning=None):
+    """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
+
+    The MATCH alone is the query's meaning unless a term needs a check of the
+    rows (a one-character CJK unit after another unit, compile.py); then it
+    is a superset and ``cjk_fts_check`` completes it.  An empty query (the
+    canned query's empty form) is ``""``, which matches nothing.  A function
+    cannot give SQLite an error message from Python, so a query that cannot
+    run becomes a column filter naming the reason, which FTS5 rejects with
+    that text ("no such column: cjk_search: nothing to search for in ...").
     """
     if q is None or not str(q).strip():
         return '""'
-    p = make_plan(parse(str(q)), {"cjk"}, columns=searched_columns(_is_truthy(reasoning)), route="cjk")
-    return p.match or p.score_match
+    try:
+        p = _cjk_plan(str(q), _is_truthy(reasoning))
+        match = p.match or p.score_match
+        if match is None:
+            raise QueryError(f"{q!r} excludes terms only; search them in the messages table (?_search=...)")
+    except QueryError as exc:
+        reason = f"{CANNED}: {exc}".replace('"', '""')
+        return f'{{"{reason}"}} : x'
+    return match
+
+
+def _fts_exact(q, reasoning):
+    """SQL ``cjk_fts_exact(q, reasoning)``: 1 when ``cjk_fts_query`` alone is the meaning."""
+    if q is None or not str(q).strip():
+        return 1
+    try:
+        return int(_cjk_plan(str(q), _is_truthy(reasoning)).match is not None)
+    except QueryError:
+        return 1  # cjk_fts_query has made the MATCH fail with the reason
+
+
+def _fts_check(q, reasoning, *texts):
+    """SQL ``cjk_fts_check(q, reasoning, content, reasoning, tool_name, tool_calls)``: does the row match?
+
+    Called only where ``cjk_fts_exact`` is 0 (SQLite evaluates the OR's left
+    side, a constant, first), so pure queries never read the rows' text.
+    """
+    p = _cjk_plan(str(q), _is_truthy(reasoning))
+    cols = dict(zip(FTS_COLUMNS, texts))
+    return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
 
 
 _BITS = re.compile(r'\s+|(".*?")')
@@ -126,7 +165,9 @@ def prepare_connection(conn, database, datasette):
     # the functions the routes' SQL calls where an index only narrows rows down (search.py)
     conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
     conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
-    conn.create_function("cjk_fts_query", 2, _fts_query)
+    conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
+    conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)
+    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), _fts_check, deterministic=True)
     try:
         rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%fts5%'").fetchall()
     except Exception:  # not a database we can read; Datasette reports that itself
@@ -282,6 +323,7 @@ _CANNED_SQL = f"""WITH hits AS (
          cjk_match({fts_table('cjk')}, '{_LABELS}', {SNIPPET_CHARS}, char(2), char(3)) AS found
   FROM {fts_table('cjk')}
   WHERE {fts_table('cjk')} MATCH cjk_fts_query(:q, :reasoning)
+    AND (cjk_fts_exact(:q, :reasoning) OR cjk_fts_check(:q, :reasoning, {', '.join(FTS_COLUMNS)}))
   ORDER BY rank
   LIMIT 200
 )
