@@ -61,42 +61,45 @@ def _get(paths, *urls):
     return asyncio.run(go())
 
 
+@pytest.fixture
+def ask(archive):
+    """``ask(*paths)``: Datasette's responses for URL paths under the archive database."""
+    hosts.require_loading()
+    return lambda *paths: _get([archive[0]], *(f"/archive/{p}" for p in paths))
+
+
 def _ids(resp):
     assert resp.status_code == 200, resp.text[:500]
     return sorted(r["id"] for r in resp.json())
 
 
-def test_archive_search_said_and_tools_not_reasoning(archive):
-    hosts.require_loading()
-    path, ids = archive
-    said, all_cols, only_reasoning = _get(
-        [path],
-        "/archive/messages.json?_search=部署&_shape=array",
-        "/archive/messages.json?_search=部署&_reasoning=1&_shape=array",
-        "/archive/messages.json?_search_reasoning=部署&_shape=array",
+def test_archive_search_said_and_tools_not_reasoning(archive, ask):
+    ids = archive[1]
+    said, all_cols, only_reasoning = ask(
+        "messages.json?_search=部署&_shape=array",
+        "messages.json?_search=部署&_reasoning=1&_shape=array",
+        "messages.json?_search_reasoning=部署&_shape=array",
     )
     assert _ids(said) == sorted([ids["said"], ids["tool"]])
     assert _ids(all_cols) == sorted([ids["said"], ids["tool"], ids["thought"]])
     assert _ids(only_reasoning) == [ids["thought"]]
 
 
-def test_archive_one_character_finds_every_occurrence(archive):
-    hosts.require_loading()
-    path, ids = archive
-    (resp,) = _get([path], "/archive/messages.json?_search=大&_shape=array")
+def test_archive_one_character_finds_every_occurrence(archive, ask):
+    ids = archive[1]
+    (resp,) = ask(
+        "messages.json?_search=大&_shape=array")
     # run-final (很大), run-initial (大别山), mid-run (伟大的); not the reasoning-only one
     assert _ids(resp) == sorted([ids["end"], ids["inside"], ids["big2"]])
 
 
-def test_archive_query_language_and_bad_query(archive):
-    hosts.require_loading()
-    path, ids = archive
-    phrase, negated, bad, bad_page = _get(
-        [path],
-        "/archive/messages.json?_search=%22大别山%22&_shape=array",
-        "/archive/messages.json?_search=大 -伟大&_shape=array",
-        "/archive/messages.json?_search=%22%22&_shape=array",
-        "/archive/messages?_search=%22%22",
+def test_archive_query_language_and_bad_query(archive, ask):
+    ids = archive[1]
+    phrase, negated, bad, bad_page = ask(
+        "messages.json?_search=%22大别山%22&_shape=array",
+        "messages.json?_search=大 -伟大&_shape=array",
+        "messages.json?_search=%22%22&_shape=array",
+        "messages?_search=%22%22",
     )
     assert _ids(phrase) == [ids["inside"]]
     assert _ids(negated) == sorted([ids["end"], ids["inside"]])
@@ -105,10 +108,10 @@ def test_archive_query_language_and_bad_query(archive):
     assert bad_page.status_code == 200 and "nothing to search for in" in bad_page.text
 
 
-def test_archive_html_has_search_box_and_highlighted_snippet(archive):
-    hosts.require_loading()
-    path, ids = archive
-    page, row = _get([path], "/archive/messages?_search=部署", f"/archive/messages/{ids['said']}")
+def test_archive_html_has_search_box_and_highlighted_snippet(archive, ask):
+    ids = archive[1]
+    page, row = ask(
+        "messages?_search=部署", f"messages/{ids['said']}")
     assert page.status_code == 200
     assert 'name="_search"' in page.text
     cells = re.findall(r'<td class="col-content[^"]*">(.*?)</td>', page.text, re.S)
@@ -119,14 +122,12 @@ def test_archive_html_has_search_box_and_highlighted_snippet(archive):
     assert "<mark>" not in row.text and "部署失败了，怎么回滚？" in row.text
 
 
-def test_archive_canned_query_groups_by_session(archive):
-    hosts.require_loading()
-    path, ids = archive
-    hits, empty, html = _get(
-        [path],
-        "/archive/cjk_search.json?q=部署&reasoning=&_shape=array",
-        "/archive/cjk_search.json?q=&reasoning=&_shape=array",
-        "/archive/cjk_search?q=大&reasoning=1",
+def test_archive_canned_query_groups_by_session(archive, ask):
+    ids = archive[1]
+    hits, empty, html = ask(
+        "cjk_search.json?q=部署&reasoning=&_shape=array",
+        "cjk_search.json?q=&reasoning=&_shape=array",
+        "cjk_search?q=大&reasoning=1",
     )
     assert hits.status_code == 200, hits.text[:500]
     rows = hits.json()
@@ -145,14 +146,12 @@ def test_archive_canned_query_groups_by_session(archive):
     assert all(re.search("<mark>[^<]*大[^<]*</mark>", s) for s in snippets), snippets
 
 
-def test_archive_terms_that_need_a_row_check(archive):
-    hosts.require_loading()
-    path, ids = archive
-    table, canned, bad = _get(
-        [path],
-        "/archive/messages.json?_search=abc别&_shape=array",
-        "/archive/cjk_search.json?q=abc别&reasoning=&_shape=array",
-        "/archive/cjk_search.json?q=*&reasoning=&_shape=array",
+def test_archive_terms_that_need_a_row_check(archive, ask):
+    ids = archive[1]
+    table, canned, bad = ask(
+        "messages.json?_search=abc别&_shape=array",
+        "cjk_search.json?q=abc别&reasoning=&_shape=array",
+        "cjk_search.json?q=*&reasoning=&_shape=array",
     )
     assert _ids(table) == [ids["glued"]]
     assert [r["message_id"] for r in canned.json()] == [ids["glued"]]
