@@ -91,6 +91,9 @@ def test_python_api(tmp_path):
     db["plain"].enable_fts(["body"])
     assert "cjk_query" not in db["plain"].search_sql()
     assert [r["id"] for r in db["plain"].search("大")] == [5]  # unicode61: only the whole-run token
+    # a Database opened without plugins has no cjk_query: its SQL stays sqlite-utils' own
+    bare = sqlite_utils.Database(tmp_path / "api.db", execute_plugins=False)
+    assert "cjk_query" not in bare["docs"].search_sql()
 
 
 def test_no_extension_loading_says_so_in_one_line(tmp_path):

@@ -51,12 +51,13 @@ import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
 
+from cjk_tokenizer.compile import predicate
 from cjk_tokenizer.errors import QueryError
+from cjk_tokenizer.evaluate import evaluate, sql_term_match
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
 from cjk_tokenizer.query import parse
 from cjk_tokenizer.router import plan as make_plan
 from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
-from cjk_tokenizer.evaluate import evaluate, sql_term_match
 from cjk_tokenizer.search import _sql_fold, searched_columns
 
 TOOL = "Datasette"
@@ -68,7 +69,7 @@ _OPEN, _CLOSE = "\x02", "\x03"
 _LABELS = ",".join(FTS_COLUMNS)
 CANNED = "cjk_search"
 
-# (database, table) -> (fts table, MATCH expression) of the search being
+# {(database, table): MATCH expression on the cjk index} of the search being
 # rendered in this request; see render_cell.
 _SEARCH: contextvars.ContextVar = contextvars.ContextVar("cjk_tokenizer_search", default=None)
 
@@ -203,12 +204,10 @@ def _where_from_plan(p) -> tuple[str, dict]:
     if p.kind == "fts":
         t = fts_table(p.fts_route)
         return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
-    from cjk_tokenizer.compile import predicate
-
     sql, params = predicate(p.node, p.forms)
     pieces = sql.split("?")
     if len(pieces) != len(params) + 1:  # compile.py writes '?' only as placeholders
-        raise QueryError("internal: cannot name the parameters of this query's SQL")
+        raise RuntimeError(f"cannot name the parameters of {sql!r}: {len(params)} values")
     named = {f"cjk_p{i}": v for i, v in enumerate(params)}
     sql = pieces[0] + "".join(f":cjk_p{i}" + piece for i, piece in enumerate(pieces[1:]))
     return f"id IN (SELECT m.id FROM {MESSAGES} AS m WHERE {sql})", named

@@ -22,7 +22,6 @@ exactly one CJK character (quotes around it allowed), which it writes as
 """
 from __future__ import annotations
 
-import sqlite_utils
 import sqlite_utils.db
 from sqlite_utils import hookimpl
 
@@ -47,11 +46,20 @@ def prepare_connection(conn):
         conn.create_function(QUERY_FUNCTION, 1, cjk_query, deterministic=True)
 
 
+def _has_function(db) -> bool:
+    """Did prepare_connection run on this Database (not so with ``execute_plugins=False``)?"""
+    try:
+        db.conn.execute(f"SELECT {QUERY_FUNCTION}('')").fetchone()
+        return True
+    except Exception:  # sqlite3's or pysqlite3's OperationalError: no such function
+        return False
+
+
 def _wrap_search_sql(original):
     def search_sql(self, *args, **kwargs):
         sql = original(self, *args, **kwargs)
         fts = self.detect_fts()
-        if fts and _MATCH in sql and uses_cjk_tokenizer(self.db.table(fts).schema):
+        if fts and _MATCH in sql and uses_cjk_tokenizer(self.db.table(fts).schema) and _has_function(self.db):
             sql = sql.replace(_MATCH, f" match {QUERY_FUNCTION}(:query)", 1)
         return sql
 
