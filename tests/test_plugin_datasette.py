@@ -110,8 +110,9 @@ def test_archive_query_language_and_bad_query(archive, ask):
 
 def test_archive_html_has_search_box_and_highlighted_snippet(archive, ask):
     ids = archive[1]
-    page, row = ask(
-        "messages?_search=部署", f"messages/{ids['said']}")
+    page, row, by_role, one_per_page = ask(
+        "messages?_search=部署", f"messages/{ids['said']}", "messages?_search=大&_sort_desc=role",
+        "messages?_search=大&_size=1&_sort_desc=id")
     assert page.status_code == 200
     assert 'name="_search"' in page.text
     cells = re.findall(r'<td class="col-content[^"]*">(.*?)</td>', page.text, re.S)
@@ -120,6 +121,11 @@ def test_archive_html_has_search_box_and_highlighted_snippet(archive, ask):
     assert any("tool_calls:" in c and "kubectl <mark>部署</mark> &lt;prod&gt;" in c for c in cells), cells
     # the row page of the same message (a later request) shows the plain text
     assert "<mark>" not in row.text and "部署失败了，怎么回滚？" in row.text
+    # snippets come for every row whatever the page's order or size
+    cells = re.findall(r'<td class="col-content[^"]*">(.*?)</td>', by_role.text, re.S)
+    assert len(cells) == 3 and all(re.search("<mark>[^<]*大[^<]*</mark>", c) for c in cells), cells
+    cells = re.findall(r'<td class="col-content[^"]*">(.*?)</td>', one_per_page.text, re.S)
+    assert cells == ["伟<mark>大的</mark>工程"] or cells == ["伟<mark>大</mark>的工程"], cells
 
 
 def test_archive_canned_query_groups_by_session(archive, ask):

@@ -69,8 +69,8 @@ _OPEN, _CLOSE = "\x02", "\x03"
 _LABELS = ",".join(FTS_COLUMNS)
 CANNED = "cjk_search"
 
-# {(database, table): MATCH expression on the cjk index} of the search being
-# rendered in this request; see render_cell.
+# {(database, table): _PageSnippets} of the search being rendered in this
+# request; see render_cell.
 _SEARCH: contextvars.ContextVar = contextvars.ContextVar("cjk_tokenizer_search", default=None)
 
 
@@ -231,6 +231,12 @@ def _search_request(request):
     return None
 
 
+def _page_size(request, datasette) -> int:
+    size = request.args.get("_size", "")
+    limit = datasette.setting("max_returned_rows")
+    return min(int(size), limit) + 1 if size.isdigit() else datasette.setting("default_page_size") + 1
+
+
 @hookimpl(trylast=True)
 def filters_from_request(request, database, table, datasette):
     if table != MESSAGES:
@@ -254,7 +260,7 @@ def filters_from_request(request, database, table, datasette):
         if "cjk" in live:
             match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
             if match:
-                _SEARCH.set({(database, table): match})
+                _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
         return FilterArguments([clause], params, [f'search in {where} matches "{q}" (route {p.label})'], context)
 
     return inner
@@ -268,6 +274,36 @@ def _marked(snippet: str) -> markupsafe.Markup:
     return markupsafe.Markup(html.replace(_OPEN, "<mark>").replace(_CLOSE, "</mark>"))
 
 
+class _PageSnippets:
+    """cjk_match results of one searched page, fetched in as few queries as the order allows.
+
+    A MATCH restricted to one rowid still evaluates the whole expression (for
+    ``"X"*``, every bigram starting with X), so asking row by row costs that
+    once per row.  At the first row the matches around it, ``page`` rows each
+    way in rowid order, come in two queries: the whole page when it is sorted
+    by id (Datasette's default), either way.  Rows not found there (other
+    sort orders) are asked for one by one.
+    """
+
+    def __init__(self, match: str, page: int):
+        self.match, self.page = match, page
+        self.found: dict = {}
+        self.windowed = False
+
+    async def get(self, db, rowid):
+        t = fts_table("cjk")
+        head = f"SELECT rowid, cjk_match({t}, :labels, :chars, :open, :close) FROM {t} WHERE {t} MATCH :match"
+        args = {"labels": _LABELS, "chars": SNIPPET_CHARS, "open": _OPEN, "close": _CLOSE,
+                "match": self.match, "id": rowid, "n": self.page}
+        if rowid not in self.found and not self.windowed:
+            self.windowed = True
+            for tail in ("rowid >= :id ORDER BY rowid LIMIT :n", "rowid <= :id ORDER BY rowid DESC LIMIT :n"):
+                self.found.update((await db.execute(f"{head} AND {tail}", args)).rows)
+        if rowid not in self.found:
+            self.found.update((await db.execute(f"{head} AND rowid = :id", args)).rows)
+        return self.found.get(rowid)
+
+
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
     if column == "cjk_snippet" and isinstance(value, str) and _OPEN in value:
@@ -279,19 +315,13 @@ def render_cell(row, value, column, table, database, datasette):
         rowid = row["id"]
     except (IndexError, KeyError):
         return None
-    match = search[(database, table)]
+    page = search[(database, table)]
 
     async def inner():
-        t = fts_table("cjk")
-        sql = (f"SELECT cjk_match({t}, :labels, :chars, :open, :close) FROM {t} "
-               f"WHERE {t} MATCH :match AND rowid = :id")
-        res = await datasette.get_database(database).execute(
-            sql, {"labels": _LABELS, "chars": SNIPPET_CHARS, "open": _OPEN, "close": _CLOSE,
-                  "match": match, "id": rowid})
-        got = res.first()
-        if not got or not got[0]:
+        got = await page.get(datasette.get_database(database), rowid)
+        if not got:
             return None
-        data = json.loads(got[0])
+        data = json.loads(got)
         shown = _marked(data.get("snippet") or "")
         if data.get("column") and data["column"] != "content":
             shown = markupsafe.Markup(f"<em>{markupsafe.escape(data['column'])}:</em> ") + shown
