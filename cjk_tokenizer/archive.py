@@ -380,8 +380,9 @@ class Archive:
         """Append one message and return its id.
 
         ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
-        or JSON text; ``timestamp`` seconds since the epoch or a datetime
-        (default: now).  The session is created if it does not exist.
+        or JSON text; ``timestamp`` epoch seconds, ISO-8601 text or a datetime
+        by the package's one time rule (timeutil.py; no zone means UTC;
+        default: now).  The session is created if it does not exist.
         """
         sid = records.ident(session_id, "session_id")
         row = records.message_row(role, content, reasoning=reasoning, tool_name=tool_name, tool_calls=tool_calls,

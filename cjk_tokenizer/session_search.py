@@ -41,6 +41,14 @@ content is ``said`` (``tool output`` for a tool message), reasoning is
 with ``include_reasoning=True``, and then in its own ``reasoning`` field;
 otherwise a message with reasoning carries ``reasoning_hidden_chars``.
 
+A discovery hit's ``snippet`` wraps the match in the pair of characters
+given as ``marks`` (``⟦`` ``⟧`` unless the snippet holds either; see MARKS),
+so the content's own markdown ``**`` is never mistaken for the match; the hit
+message itself is cut around the match's real position (``Hit.span``), not
+around text looked up again.  Messages whose session has no row in
+``sessions`` (written by a tool without the archive's foreign keys) are
+shown in every mode; their session carries a ``note`` saying so.
+
 Argument rules (documented safe meanings, else a structured error):
 
 * ``window``: messages each side of the hit/anchor; an int.  Scroll: default
