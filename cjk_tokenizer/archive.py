@@ -42,6 +42,7 @@ Decisions callers rely on:
 from __future__ import annotations
 
 import json
+import os
 import threading
 import uuid
 import warnings
@@ -109,6 +110,25 @@ def _session(row) -> dict:
     return out
 
 
+def _check_path(path) -> str:
+    """``path`` as a file name: a str or os.PathLike naming a file, or ":memory:"."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike naming the archive file (or ':memory:'), "
+                        f"not {type(path).__name__}")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise TypeError(f"path must name the file as text, not {type(name).__name__}")
+    if not name:
+        raise ValueError("path is empty; name the archive file (or ':memory:')")
+    return name
+
+
+def _writable(path: str) -> bool:
+    """Whether SQLite can write ``path``: the file and its folder (for -wal/-shm files)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
+
+
 def _check_routes(indexes) -> tuple[str, ...]:
     if isinstance(indexes, str):
         raise ValueError(f"indexes must be a collection of route names, e.g. ({indexes!r},)")
@@ -125,6 +145,17 @@ def _check_routes(indexes) -> tuple[str, ...]:
 class Archive:
     """A session archive in the SQLite file ``path`` (see the module doc).
 
+    path           a str or os.PathLike naming the file, or ":memory:";
+                   anything else is a TypeError (never a file named after it).
+    readonly       True: open with SQLite's read-only URI mode; nothing is
+                   ever written (no PRAGMA that writes, no catch-up, no
+                   schema), the file must already be an archive, and every
+                   write method raises ArchiveError naming the path.  None
+                   (default): read-write, unless the file or its folder cannot
+                   be written (then as True; ``readonly`` tells which).
+                   False: read-write or an error.
+    create         False: refuse a file that is not yet an archive (an empty
+                   or 0-byte database) instead of making it one.
     extension      load cjk_unicode61 if this host can (a RuntimeWarning and
                    ``extension_error`` say why not); False acts as a host that
                    cannot.
@@ -138,13 +169,46 @@ class Archive:
                    chunked catch_up() so opening never blocks for long.
     """
 
-    def __init__(self, path, *, extension=True, indexes=None, busy_timeout: float = 10.0,
-                 synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False):
-        self.path = str(path)
+    def __init__(self, path, *, readonly: bool | None = None, create: bool = True, extension=True, indexes=None,
+                 busy_timeout: float = 10.0, synchronous: str = "NORMAL", auto_catch_up: int = 10_000,
+                 cjk_prefix: bool = False):
+        self.path = _check_path(path)
+        if readonly is not None and not isinstance(readonly, bool):
+            raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
         self._cjk_prefix = bool(cjk_prefix)  # used when the cjk table is created (schema.fts_ddl)
         self._lock = threading.RLock()
+        self._conn = None
+        if os.path.isdir(self.path):
+            raise ArchiveError(f"{self.path} is a directory, not an archive file")
+        exists = self.path != ":memory:" and os.path.exists(self.path)
+        if readonly and not exists:
+            raise ArchiveError(f"{self.path}: no such archive (opening read-only never creates one)")
+        auto = readonly is None
+        self._readonly_why = "opened with readonly=True" if readonly else "the file or its folder is not writable"
+        if auto:
+            readonly = exists and not _writable(self.path)
+        options = dict(create=create, extension=extension, indexes=indexes, busy_timeout=busy_timeout,
+                       synchronous=synchronous, auto_catch_up=auto_catch_up)
         try:
-            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous)
+            self._open(readonly, **options)
+        except (apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            # Writing turned out impossible (a read-only mount, a folder where
+            # SQLite cannot make its -wal file): in auto mode, read instead.
+            if not (auto and not readonly and exists):
+                raise ArchiveError(f"{self.path}: {exc}") from None
+            try:
+                self._open(True, **options)
+            except (apsw.ReadOnlyError, apsw.CantOpenError) as again:
+                raise ArchiveError(f"{self.path}: {again}") from None
+
+    def _open(self, readonly: bool, *, create, extension, indexes, busy_timeout, synchronous, auto_catch_up):
+        """Open the connection and bring the file to a usable state (writing only if not ``readonly``)."""
+        self.readonly = readonly
+        if readonly and indexes is not None:
+            raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")
+        try:
+            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous,
+                                 readonly=readonly)
         except apsw.NotADBError:
             raise ArchiveError(f"{self.path} is not a SQLite database") from None
         self.extension_loaded = False
@@ -154,21 +218,38 @@ class Archive:
                 self._check_file()
             except apsw.NotADBError:
                 raise ArchiveError(f"{self.path} is not a SQLite database") from None
-            use_wal(self._conn)
+            if (readonly or not create) and self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                why = "it was opened read-only" if readonly else "this call does not create archives"
+                raise ArchiveError(f"{self.path} is not a cjk_tokenizer archive (an empty database); "
+                                   f"left as it is: {why}")
+            if not readonly:
+                use_wal(self._conn)
             if extension:
                 try:
                     load(self._conn)
                     self.extension_loaded, self.extension_error = True, None
                 except ExtensionError as exc:
                     self.extension_error = str(exc)
-                    warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 2)
+                    warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 4)
+            if readonly:
+                return  # indexes this host cannot serve are left as they are and not served (live_indexes)
             self._open_schema(None if indexes is None else _check_routes(indexes))
             indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix)
             if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
                 self.catch_up()
         except BaseException:
             self._conn.close()
+            self._conn = None
             raise
+
+    def _tx(self, what: str):
+        """A write transaction (db.immediate), or a clear error on a read-only archive."""
+        self._check_writable(what)
+        return immediate(self._conn)
+
+    def _check_writable(self, what: str) -> None:
+        if self.readonly:
+            raise ArchiveError(f"{self.path} is open read-only ({self._readonly_why}): cannot {what}")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -242,7 +323,7 @@ class Archive:
         row = (sid, records.text(title, "title"), records.text(source, "source"),
                records.timestamp(started_at, "started_at"),
                records.metadata_(metadata))
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx("add a session"):
             try:
                 self._conn.execute("INSERT INTO sessions(id, title, source, started_at, metadata) "
                                    "VALUES (?, ?, ?, ?, ?)", row)
@@ -262,7 +343,7 @@ class Archive:
             args.append(records.metadata_(metadata))
         if not sets:
             return self.session(session_id) is not None
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx("update a session"):
             self._conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*args, session_id))
             return self._conn.changes() > 0
 
@@ -277,7 +358,7 @@ class Archive:
         """
         with self._lock:
             try:
-                with immediate(self._conn):
+                with self._tx("write messages"):
                     return work()
             except apsw.SQLError as exc:
                 if self.extension_loaded or "no such tokenizer" not in str(exc):
@@ -299,8 +380,9 @@ class Archive:
         """Append one message and return its id.
 
         ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
-        or JSON text; ``timestamp`` seconds since the epoch or a datetime
-        (default: now).  The session is created if it does not exist.
+        or JSON text; ``timestamp`` epoch seconds, ISO-8601 text or a datetime
+        by the package's one time rule (timeutil.py; no zone means UTC;
+        default: now).  The session is created if it does not exist.
         """
         sid = records.ident(session_id, "session_id")
         row = records.message_row(role, content, reasoning=reasoning, tool_name=tool_name, tool_calls=tool_calls,
@@ -582,6 +664,7 @@ class Archive:
         about ``target_seconds`` (None keeps it fixed).  Not to be shared
         between threads while running.
         """
+        self._check_writable("update indexes")
         routes = self._catchable(route)
         for r in routes:
             yield from indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
@@ -623,6 +706,7 @@ class Archive:
         continues where it stopped unless ``restart=True``.  Progress and
         stopping work as in :meth:`catch_up`.
         """
+        self._check_writable("rebuild indexes")
         with self._lock:
             st = indexing.states(self._conn)
             routes = [route] if route is not None else [r for r in st if self._available(r)]
@@ -640,7 +724,7 @@ class Archive:
         """Add an index to this archive; it is filled by catch_up()/rebuild() (or auto_catch_up at open)."""
         if route not in FTS_INDEXES:
             raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx(f"add the {route} index"):
             if route in indexing.states(self._conn):
                 return
             empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
@@ -657,7 +741,7 @@ class Archive:
             if not self._available(route):
                 raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
                                    f"({self.extension_error})")
-            with immediate(self._conn):
+            with self._tx(f"drop the {route} index"):
                 indexing.drop_index(self._conn, route)
 
     def integrity_check(self) -> dict[str, str]:
@@ -669,6 +753,8 @@ class Archive:
                     out[route] = "skipped: no table"
                 elif not self._available(route):
                     out[route] = f"skipped: tokenizer unavailable ({self.extension_error})"
+                elif self.readonly:  # FTS5 runs its check as a write statement
+                    out[route] = "skipped: the archive is open read-only"
                 else:
                     out[route] = indexing.integrity_check(self._conn, route, status)
             try:

@@ -1,8 +1,14 @@
 """Command line: ``python -m cjk_tokenizer <command>`` (also installed as ``cjk-tokenizer``).
 
-Commands: path, tokenize, search, import, explain, doctor, rebuild, demo.
+Commands: path, tokenize, search, import, explain, doctor, rebuild, mcp, demo.
 Errors are one line on stderr and a non-zero exit (1: the operation failed,
 2: bad command-line usage); long operations draw a progress bar on stderr.
+Output cut short by the reader (``… | head``) ends the command quietly with
+exit status 141, as SIGPIPE ends standard tools.  The read commands (search,
+explain, doctor) never create or convert a file, and read an archive they
+cannot write (read-only file, folder or mount) read-only.  A query that
+starts with ``-`` (an exclusion such as ``-部署``) is taken as the query, not
+as an option.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ import sys
 from dataclasses import asdict
 
 from .errors import CjkTokenizerError
+from .timeutil import FORMATS_HELP
 
 GAP = "\x1e"
 
@@ -43,19 +50,22 @@ def _open_archive(path, *, must_exist=True, **kw):
     return Archive(path, **kw)
 
 
-def _time_arg(value):
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return value  # ISO-8601; the search layer parses and reports bad ones
+def _read_archive(path, **kw):
+    """An existing archive for a read command: never created or converted, read-only if unwritable."""
+    return _open_archive(path, readonly=None, create=False, auto_catch_up=0, **kw)
+
+
+def _time_arg(value, option: str):
+    from .timeutil import epoch_seconds
+
+    return None if value is None else epoch_seconds(value, option)
 
 
 def _cmd_search(args) -> int:
-    with _open_archive(args.db, auto_catch_up=0) as ar:
+    after, before = _time_arg(args.after, "--after"), _time_arg(args.before, "--before")
+    with _read_archive(args.db) as ar:
         hits = ar.search(args.query, include_reasoning=args.reasoning, roles=args.role or None,
-                         session_id=args.session, after=_time_arg(args.after), before=_time_arg(args.before),
+                         session_id=args.session, after=after, before=before,
                          sort=args.sort, limit=args.limit, route=args.route)
         if args.json:
             print(json.dumps([asdict(h) for h in hits], ensure_ascii=False, indent=1))
@@ -65,13 +75,13 @@ def _cmd_search(args) -> int:
         for h in hits:
             where = ",".join(h.matched_in) or "?"
             said = " (thought)" if h.matched_in == ["reasoning"] else ""
-            print(f"#{h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
+            print(f"message {h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
             print("    " + h.snippet.replace("\n", " "))
     return 0
 
 
 def _cmd_explain(args) -> int:
-    with _open_archive(args.db, auto_catch_up=0) as ar:
+    with _read_archive(args.db) as ar:
         print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
     return 0
 
@@ -132,20 +142,50 @@ def _cmd_demo(args) -> int:
     return run_demo(scale=args.scale, keep=args.keep)
 
 
+def _cmd_mcp(args) -> int:
+    from .mcp_server import serve
+
+    return serve(args.db)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _add_search_filters(p):
     p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
     p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
                    help="only these roles (repeatable)")
     p.add_argument("--session", help="only this session id")
-    p.add_argument("--after", help="only messages after this time (epoch seconds or ISO-8601)")
-    p.add_argument("--before", help="only messages before this time")
+    p.add_argument("--after", help="only messages at or after this time: " + FORMATS_HELP)
+    p.add_argument("--before", help="only messages before this time (same formats)")
     p.add_argument("--sort", default="relevance", choices=["relevance", "newest", "oldest"])
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--route", choices=["cjk", "unicode61", "trigram", "scan"], help="force a route (debugging)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that ``-word`` is a value unless it is one of the command's options.
+
+    A search query may start with ``-`` (``-部署``, ``-deploy``: an
+    exclusion); plain argparse would take it for an unknown option.
+    """
+
+    def _parse_optional(self, arg_string):
+        if arg_string.startswith("-") and not arg_string.startswith("--") and len(arg_string) > 1 \
+                and arg_string not in self._option_string_actions and "=" not in arg_string:
+            return None
+        return super()._parse_optional(arg_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cjk-tokenizer",
+    parser = _Parser(prog="cjk-tokenizer",
                                      description="CJK full-text search for SQLite: tools and session archives.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -189,9 +229,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of catching up")
     p.set_defaults(func=_cmd_rebuild)
 
+    p = sub.add_parser("mcp", help="serve DB's session_search tool to MCP clients on stdin/stdout (read-only; "
+                                   'needs pip install "cjk-tokenizer[mcp]")')
+    p.add_argument("db")
+    p.set_defaults(func=_cmd_mcp)
+
     p = sub.add_parser("demo", help="build a sample multilingual archive and search it")
-    p.add_argument("--scale", type=int, default=2000,
-                   help="sessions of haystack per bundled session (the LIKE scan reads them all)")
+    p.add_argument("--scale", type=_positive_int, default=2000,
+                   help="copies of the bundled sessions, the first real, the rest synthetic haystack "
+                        "(shifted letters) that the LIKE scan reads too; at least 1")
     p.add_argument("--keep", metavar="PATH", help="keep the demo archive at PATH")
     p.set_defaults(func=_cmd_demo)
     return parser
@@ -201,7 +247,16 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly.  Python would try to
+        # flush stdout again at exit and complain; point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
     except KeyboardInterrupt:
         print("cjk-tokenizer: interrupted (finished chunks are kept; run the command again to resume)",
               file=sys.stderr)

@@ -22,13 +22,12 @@ Decisions (documented here because callers rely on them):
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import time
 
-from .errors import CjkTokenizerError
+from .errors import CjkTokenizerError, TimeValueError
 from .schema import ROLES
+from .timeutil import epoch_seconds
 
 
 class InputError(CjkTokenizerError, ValueError):
@@ -67,22 +66,15 @@ def ident(value, field: str) -> str:
 
 
 def timestamp(value, field: str = "timestamp", *, default_now: bool = True):
-    """Seconds since the epoch (float).  Accepts int/float or datetime.
-
-    A naive datetime is taken as local time (``datetime.timestamp()``'s rule).
-    """
+    """Seconds since the epoch (float), by the package's one time rule (timeutil.py:
+    numbers, ISO-8601 strings, datetimes; no zone means UTC).  None is now, or
+    None when ``default_now`` is false."""
     if value is None:
         return time.time() if default_now else None
-    if isinstance(value, bool):
-        raise InputError(f"{field} must be a number or datetime, not bool")
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, (int, float)):
-        value = float(value)
-        if not math.isfinite(value):
-            raise InputError(f"{field} must be finite, not {value}")
-        return value
-    raise InputError(f"{field} must be a number (seconds since the epoch) or datetime, not {type(value).__name__}")
+    try:
+        return epoch_seconds(value, field)
+    except TimeValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def json_text(value, field: str):

@@ -20,9 +20,11 @@ newest      message id descending, oldest: ascending.  Ids are rowids, which
 
 Filters
 -------
-roles (a role or a list of roles), session_id, and a half-open time range
-``after <= timestamp < before`` (unix seconds, or datetime).  ``limit`` is
-1..MAX_LIMIT.  Bad values raise QueryError, never an empty result.
+roles (a role or a list of roles from schema.ROLES; any other name is an
+error, not an empty result), session_id, and a half-open time range
+``after <= timestamp < before`` (any value timeutil.py accepts: epoch seconds,
+ISO-8601 text or a datetime; no zone means UTC).  ``limit`` is 1..MAX_LIMIT.
+Bad values raise QueryError, never an empty result.
 
 Hits
 ----
@@ -32,11 +34,17 @@ was said, 'reasoning' what was thought.  The snippet comes from the matched
 column with the most distinct searched-for terms, ties going to the earlier
 column (so visible content wins), is at most ``snippet_chars`` characters,
 ellipses included, and contains the match; ``highlight`` is the match's span
-in it.  A query with only exclusions shows the start of the first non-empty
+in it, and ``span`` the same match's ``(start, end)`` in the column's whole
+text (characters).  A query with only exclusions shows the start of the first non-empty
 column.  On a single-MATCH plan over the cjk index the C auxiliary function
 ``cjk_match`` (same rules) builds it when the extension provides it;
 everywhere else snippet.py does, from the match evaluate.py finds.
 ``route`` names the route(s) that served the query ("cjk", "unicode61+scan").
+``title`` is the hit's session title (None if untitled or if the message has no
+session row).  ``score`` is the relevance the hits were ranked by, higher is
+better: FTS5's bm25 with the weights above, negated (FTS5 orders by bm25
+ascending).  It is None when no index scored the hit: ``sort`` newest or
+oldest, or a scan-only plan.
 
 SQL functions
 -------------
@@ -47,21 +55,20 @@ for the rows an index can only narrow down).
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import threading
 import weakref
 from dataclasses import dataclass, field
 
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
-from .errors import QueryError
+from .errors import QueryError, TimeValueError
 from .evaluate import first_match, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
-from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES
+from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, ROLES, SESSIONS
 from .snippet import ELLIPSIS, make_snippet
+from .timeutil import epoch_seconds
 from .units import clean
 
 SORTS = ("relevance", "newest", "oldest")
@@ -82,6 +89,9 @@ class Hit:
     route: str = ""
     column: str | None = None  # the column the snippet comes from
     highlight: tuple | None = None  # (start, end) of the match within snippet
+    span: tuple | None = None  # (start, end) of the same match within the column's whole text
+    title: str | None = None  # the session's title
+    score: float | None = None  # relevance, higher is better (None: not ranked by an index)
 
 
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
@@ -132,11 +142,10 @@ def _aux_available(conn, state) -> bool:
 def _time(name: str, value):
     if value is None:
         return None
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise QueryError(f"{name} must be a unix timestamp (int or float) or a datetime, not {value!r}")
-    return float(value)
+    try:
+        return epoch_seconds(value, name)
+    except TimeValueError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
@@ -147,6 +156,9 @@ def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
         roles = list(roles)
         if not roles or not all(isinstance(r, str) for r in roles):
             raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
+        unknown = [r for r in roles if r not in ROLES]
+        if unknown:
+            raise QueryError(f"unknown role {unknown[0]!r} in roles; roles are {', '.join(ROLES)}")
         sql.append(f"m.role IN ({', '.join('?' * len(roles))})")
         params.extend(roles)
     if session_id is not None:
@@ -190,14 +202,15 @@ def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
 
 
 def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
-               snippet_chars: int = SNIPPET_CHARS) -> list[int]:
+               snippet_chars: int = SNIPPET_CHARS, scores: dict | None = None) -> list[int]:
     """Message ids of the plan's hits, best first.
 
     An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
     weights, or rowid), so SQLite has no sorter and evaluates the select list
     only for the rows it returns: that is where ``cjk_match`` runs when
     ``aux`` (a dict to fill, id -> JSON text) is given, at no extra pass over
-    the match.  Ties in bm25 come in FTS5's order.
+    the match.  Ties in bm25 come in FTS5's order.  ``scores`` (a dict to
+    fill, id -> bm25) gets the score of each hit an index scored.
     """
     fsql, fparams = filters
     if p.kind == "fts":
@@ -210,11 +223,14 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
         if aux is not None:
             call, xparams = _aux_call(snippet_chars)
             extra = ", " + call
-        sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-               f"WHERE {t} MATCH ?{rank}{fsql} ORDER BY {order} LIMIT ?")
+        ranked = sort == "relevance" and scores is not None
+        sql = (f"SELECT {t}.rowid{extra}{f', {t}.rank' if ranked else ''} FROM {t} JOIN {MESSAGES} m "
+               f"ON m.id = {t}.rowid WHERE {t} MATCH ?{rank}{fsql} ORDER BY {order} LIMIT ?")
         rows = conn.execute(sql, (*xparams, p.match, *rparams, *fparams, limit)).fetchall()
         if aux is not None:
             aux.update((row[0], row[1]) for row in rows)
+        if ranked:
+            scores.update((row[0], row[-1]) for row in rows)
         return [row[0] for row in rows]
     else:
         where, wparams = predicate(p.node, p.forms)
@@ -230,9 +246,13 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
             "newest": "m.id DESC",
             "oldest": "m.id ASC",
         }[sort]
-        sql = f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{fsql} ORDER BY {order} LIMIT ?"
+        score = ", sc.score" if join else ", NULL"
+        sql = f"{head}SELECT m.id{score} FROM {MESSAGES} m {join}WHERE {where}{fsql} ORDER BY {order} LIMIT ?"
         params = (*sparams, *wparams, *fparams, limit)
-    return [row[0] for row in conn.execute(sql, params)]
+    rows = conn.execute(sql, params).fetchall()
+    if scores is not None:
+        scores.update((row[0], row[1]) for row in rows if row[1] is not None)
+    return [row[0] for row in rows]
 
 
 def _parse_aux(raw: dict) -> dict:
@@ -249,7 +269,7 @@ def _parse_aux(raw: dict) -> dict:
 
 
 def _from_aux(aux: dict, cols: dict, columns: tuple):
-    """(matched_in, column, snippet, highlight) from cjk_match's JSON, or None
+    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON, or None
     if it is not what the contract in csrc/cjk_aux.h promises."""
     reported = aux.get("matched_in")
     column = aux.get("column")
@@ -259,14 +279,23 @@ def _from_aux(aux: dict, cols: dict, columns: tuple):
     if column not in where:
         return None
     snippet = clean(aux["snippet"])
-    highlight = None
+    highlight = span = None
+    text = cols[column] or ""
     start, end = aux.get("start"), aux.get("end")
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
-        matched = (cols[column] or "")[start:end]
-        k = snippet.find(matched) if matched else -1
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
+        span = (start, end)
+        matched = text[start:end]
+        window = aux.get("window")
+        k = -1
+        if isinstance(window, list) and len(window) == 2 and isinstance(window[0], int):
+            k = start - window[0] + (1 if snippet.startswith(ELLIPSIS) and window[0] > 0 else 0)
+            if snippet[k:k + len(matched)] != matched:
+                k = -1
+        if k < 0:
+            k = snippet.find(matched)
         if k >= 0:
             highlight = (k, k + len(matched))
-    return where, column, snippet, highlight
+    return where, column, snippet, highlight, span
 
 
 def _from_python(p: Plan, cols: dict, snippet_chars: int):
@@ -279,16 +308,17 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
         column = next((c for c in p.columns if cols[c] and cols[c].strip()), None)
         span = None
     snippet, highlight = make_snippet(cols[column] if column else "", span, snippet_chars)
-    return where, column, snippet, highlight
+    return where, column, snippet, highlight, span
 
 
-def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
-    mid, session_id, role, ts = row[:4]
-    texts = dict(zip(FTS_COLUMNS, row[4:]))
+def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
+    mid, session_id, role, ts, title = row[:5]
+    texts = dict(zip(FTS_COLUMNS, row[5:]))
     cols = {c: texts[c] for c in p.columns}
     parts = (_from_aux(aux, cols, p.columns) if aux else None) or _from_python(p, cols, snippet_chars)
-    where, column, snippet, highlight = parts
-    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight)
+    where, column, snippet, highlight, span = parts
+    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight, span, title,
+               None if score is None else -float(score))
 
 
 def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
@@ -302,17 +332,21 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars)
+    scores: dict = {}
+    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
+                     scores=scores)
     if not ids:
         return []
     rows = {}
     marks = ", ".join("?" * len(ids))
+    cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
     for row in conn.execute(
-        f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})", ids
+        f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title, {cols} FROM {MESSAGES} m "
+        f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids
     ):
         rows[row[0]] = row
     aux = _parse_aux(raw_aux) if raw_aux else {}
-    return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
+    return [_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows]
 
 
 def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:
