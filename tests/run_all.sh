@@ -3,15 +3,18 @@
 #   1. the pytest suite on this Python, APSW as the host (SQLite 3.5x, fts5 API v3)
 #   2. the stdlib-sqlite3 host: Debian's python3 (SQLite 3.40, fts5 API v2) in a
 #      venv, loading into stdlib sqlite3 and APSW in one process
-#   3. the whole suite again against an ASan/UBSan build of the extension
-#   4. the libFuzzer harness for a bounded time
+#   3. the Datasette and sqlite-utils plugins as users get them: the built wheel
+#      installed in a venv of Debian's python3 (entry points need an install),
+#      tests run from outside the checkout so the installed package is used
+#   4. the whole suite again against an ASan/UBSan build of the extension
+#   5. the libFuzzer harness for a bounded time
 # (The benchmark smoke runs are part of the suite: tests/test_bench_smoke.py.)
-# Stages can be picked: tests/run_all.sh [main] [debian] [asan] [fuzz]
+# Stages can be picked: tests/run_all.sh [main] [debian] [plugins] [asan] [fuzz]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
-STAGES=${*:-main debian asan fuzz}
+STAGES=${*:-main debian plugins asan fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-120}
 export CJK_REQUIRE_ALL_HOSTS=${CJK_REQUIRE_ALL_HOSTS:-1}
 
@@ -50,6 +53,20 @@ if have_stage debian; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check cffi apsw pytest hypothesis
   # The in-tree package (built in setup above; the cffi module is abi3) is imported from $ROOT.
   CJK_REQUIRE_STDLIB_LOAD=1 "$VENV/bin/python" -m pytest -q tests/test_hosts.py tests/test_loading.py tests/test_aux.py
+fi
+
+if have_stage plugins; then
+  echo "== stage plugins: Datasette and sqlite-utils on Debian's python3, the wheel installed"
+  PVENV=${CJK_PLUGINS_VENV:-/tmp/cjk-plugins-venv}
+  [[ -x $PVENV/bin/python ]] || /usr/bin/python3 -m venv "$PVENV"
+  WHEELS=$(mktemp -d /tmp/cjk-wheel.XXXXXX)
+  "$PVENV/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps -w "$WHEELS" "$ROOT"
+  WHEEL=$(ls "$WHEELS"/cjk_tokenizer-*.whl)
+  "$PVENV/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL[test]"
+  "$PVENV/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$WHEEL"
+  (cd "$WHEELS" && CJK_REQUIRE_STDLIB_LOAD=1 CJK_EXPECT_INSTALLED=1 "$PVENV/bin/python" -m pytest -q -p no:cacheprovider \
+     --rootdir "$ROOT" "$ROOT/tests/test_plugin_datasette.py" "$ROOT/tests/test_plugin_sqlite_utils.py")
+  rm -rf "$WHEELS"
 fi
 
 if have_stage asan; then
