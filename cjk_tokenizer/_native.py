@@ -88,6 +88,9 @@ def fold(text: str, variants: bool = False) -> str:
     cap = len(data) + len(data) // 3 + 1 if variants else len(data)  # CJK_FOLD_MAX
     out = m.ffi.new("char[]", cap)
     n = m.lib.cjk_fold_utf8(data, len(data), out, cap, 1 if variants else 0)
+    if n > cap:  # never, by the C bound; but never read past the buffer either
+        out = m.ffi.new("char[]", n)
+        n = m.lib.cjk_fold_utf8(data, len(data), out, n, 1 if variants else 0)
     return m.ffi.unpack(out, n).decode("utf-8", "surrogatepass")
 
 

@@ -31,14 +31,18 @@ unicode61  terms made only of words.  Each is the phrase as typed plus its
            negated term the router closes the flagged gaps (``exhaustive``):
            there a miss would be a false hit.
 trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
-           (half-width, decomposed voiced marks) of the run, or of its longest
+           (half-width, decomposed voiced marks; Han variants on an archive
+           that folds them) of the run, or of its longest
            part with few enough spellings, checked in Python unless the run
            can only be written one way.  Words are not expressible (trigram
-           knows neither word boundaries nor accent folding).
+           knows neither word boundaries nor accent folding).  Not flagged:
+           a run interrupted by a variation selector (辻+U+E0101村) holds
+           no trigram of the run, so it is not found here.
 scan       every term, by reading rows: ``instr()`` on the text (on
            ``cjk_fold(text)`` when a character has other spellings;
            ``cjk_fold(text, 1)`` on an archive that folds Han variants) for a CJK
-           run, exact; other terms are checked in Python on the rows that
+           run, exact (rows holding a variation selector get the folded
+           check); other terms are checked in Python on the rows that
            hold their CJK units.  Slow: the route of last resort.  When the
            router uses it for CJK mixed with words (no cjk index), trigram
            narrows the rows down first, and unicode61 + trigram do so for the
