@@ -374,8 +374,9 @@ static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsign
 }
 
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
-** mark; variation selectors after it are part of it (skipped), and under
-** fold_variants 1 it takes its canonical Han form.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter. */
+** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter.
+** Variation selectors after it are part of it (skipped, so *pi moves past
+** them), and under fold_variants 1 it takes its canonical Han form. */
 static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi, unsigned *pCp) {
   unsigned cp, cp2, c;
   int i = *pi, j, j2;

@@ -370,3 +370,13 @@ def test_every_route_agrees_with_the_oracle_on_a_folding_archive():
     # and folding matters here: the oracle without it finds fewer rows for Traditional queries
     assert {i for i, t in rows if evaluate(parse("項目"), [t])} < {i for i, t in rows
                                                                   if evaluate(parse("項目", fold_variants=True), [t])}
+
+
+def test_cjk_match_highlights_a_letter_with_its_selector(tmp_path):
+    with Archive(tmp_path / "a.db") as ar:
+        sid = ar.add_session()
+        ar.add_message(sid, "user", "先生は" + TSUJI + "です")
+        for q, want in (("辻", "辻" + VS18), ("辻村", "辻" + VS18 + "村"), ("村", "村")):
+            (h,) = ar.search(q)
+            a, b = h.highlight
+            assert (h.route, h.snippet[a:b]) == ("cjk", want), q
