@@ -157,47 +157,30 @@ def recall_precision(pairs, queries):
     return out
 
 
-def miss_examples(pairs, queries, limit=8):
-    """(Traditional query, the Simplified spelling of a relevant sentence the fold leaves apart, sentences)."""
+def _examples(pairs, queries, limit, misses: bool):
+    """Aligned spellings behind the errors of fold_variants 1, as (Traditional query, spelling, sentences).
+
+    misses: where a sentence's Traditional twin holds the query, the Simplified spelling there that
+    does not fold like the query.  Otherwise (false hits): where a Simplified sentence holds the
+    query's Simplified form, another Traditional spelling there that folds like the query."""
     from cjk_tokenizer._native import fold
 
     ex = []
     for qs, qt in queries:
-        if qs == qt:
+        if misses and qs == qt:
             continue
-        apart = {}
+        want = fold(qt, True)
+        found = {}
         for simp, trad in pairs:
-            i = trad.find(qt)
+            hay, other_side, needle = (trad, simp, qt) if misses else (simp, trad, qs)
+            i = hay.find(needle)
             while i >= 0:
-                mine = simp[i:i + len(qt)]
-                if fold(mine, True) != fold(qt, True):
-                    apart[mine] = apart.get(mine, 0) + 1
-                i = trad.find(qt, i + 1)
-        if apart:
-            other, k = max(apart.items(), key=lambda kv: kv[1])
-            ex.append((qt, other, k))
-        if len(ex) >= limit:
-            break
-    return ex
-
-
-def false_hit_examples(pairs, queries, limit=8):
-    """(Traditional query, another Traditional spelling the fold merges with it, sentences) for
-    queries whose fold finds sentences that mean other characters."""
-    from cjk_tokenizer._native import fold
-
-    ex = []
-    for qs, qt in queries:
-        others = {}
-        for simp, trad in pairs:
-            i = simp.find(qs)
-            while i >= 0:
-                other = trad[i:i + len(qs)]
-                if other != qt and fold(other, True) == fold(qt, True):
-                    others[other] = others.get(other, 0) + 1
-                i = simp.find(qs, i + 1)
-        if others:
-            other, k = max(others.items(), key=lambda kv: kv[1])
+                other = other_side[i:i + len(needle)]
+                if (fold(other, True) != want) if misses else (other != qt and fold(other, True) == want):
+                    found[other] = found.get(other, 0) + 1
+                i = hay.find(needle, i + 1)
+        if found:
+            other, k = max(found.items(), key=lambda kv: kv[1])
             ex.append((qt, other, k))
         if len(ex) >= limit:
             break
@@ -357,8 +340,8 @@ def main(argv=None) -> int:
     n_diff = sum(1 for s, t in queries if s != t)
     log(f"{len(pairs)} sentence pairs, {len(queries)} queries ({n_diff} differing)")
     rp = recall_precision(pairs, queries)
-    examples = false_hit_examples(pairs, queries)
-    misses = miss_examples(pairs, queries)
+    examples = _examples(pairs, queries, 8, misses=False)
+    misses = _examples(pairs, queries, 8, misses=True)
     cost = build_cost(generate.parse_size(args.size), args.seed, args.repeat, args.workdir)
     cost["tokenizer"] = tokenizer_cost(pairs, args.repeat, passes=2 if args.smoke else 20)
     text = report(cmd, bench_index.machine_info(), args, len(pairs), skipped, len(queries), n_diff, rp, examples,
