@@ -77,15 +77,27 @@ def split_cjk(text: str) -> list[tuple[bool, str]]:
     return spans
 
 
-def fold(text: str) -> str:
-    """The width folding the tokenizer applies (Ｈｅｌｌｏ -> Hello, ｶﾞ -> ガ)."""
+def fold(text: str, variants: bool = False) -> str:
+    """The folding the tokenizer applies: width (Ｈｅｌｌｏ -> Hello, ｶﾞ -> ガ),
+    variation selectors after a CJK letter dropped, and with ``variants`` the
+    Han variant folding of ``fold_variants 1`` (項目 -> 项目)."""
     m = _need()
     data = text.encode("utf-8", "surrogatepass")
     if not data:
         return text
-    out = m.ffi.new("char[]", len(data))
-    n = m.lib.cjk_fold_utf8(data, len(data), out, len(data))
+    cap = len(data) + len(data) // 3 + 1 if variants else len(data)  # CJK_FOLD_MAX
+    out = m.ffi.new("char[]", cap)
+    n = m.lib.cjk_fold_utf8(data, len(data), out, cap, 1 if variants else 0)
+    if n > cap:  # never, by the C bound; but never read past the buffer either
+        out = m.ffi.new("char[]", n)
+        n = m.lib.cjk_fold_utf8(data, len(data), out, n, 1 if variants else 0)
     return m.ffi.unpack(out, n).decode("utf-8", "surrogatepass")
+
+
+def variant_pairs() -> list[tuple[str, str]]:
+    """The Han variant table of ``fold_variants 1``: (character, its fold)."""
+    lib = _need().lib
+    return [(chr(lib.cjk_variant_pair(i, 0)), chr(lib.cjk_variant_pair(i, 1))) for i in range(lib.cjk_variant_count())]
 
 
 def cjk_ranges() -> list[tuple[int, int]]:

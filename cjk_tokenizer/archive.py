@@ -22,6 +22,12 @@ Decisions callers rely on:
   cjk index, if the archive has one, goes stale and is not served, writes go
   on, and the index catches up incrementally once the extension is back
   (``auto_catch_up`` at open when the backlog is small, else ``catch_up()``).
+* ``fold_variants=True`` creates an archive whose cjk index (and every
+  route without it) folds Han variants: Traditional and Simplified spellings
+  of a character compare equal (項目 = 项目; see the README for what that costs
+  in precision).  Recorded in the archive: reopening reads it (None, the
+  default), an explicit value that differs raises ArchiveError, and archives
+  created without it are unchanged.
 * ``cjk_prefix=True`` gives a newly created cjk index FTS5's ``prefix='1'``
   (see ``schema.fts_ddl``): one-character queries stay fast on big archives
   for about half again the cjk index's size.  Off by default.
@@ -61,7 +67,9 @@ from .schema import (
     FTS_INDEXES,
     REQUIRED_ROUTES,
     SCHEMA_VERSION,
+    record_fold_variants,
 )
+from .schema import fold_variants as fold_variants_of
 
 __all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
 
@@ -167,14 +175,20 @@ class Archive:
                    than this many rows are behind (0: never; then call
                    catch_up()).  Larger backlogs are left for an explicit,
                    chunked catch_up() so opening never blocks for long.
+    fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
+                   recorded (off for a new one).  ``self.fold_variants`` says.
     """
 
     def __init__(self, path, *, readonly: bool | None = None, create: bool = True, extension=True, indexes=None,
                  busy_timeout: float = 10.0, synchronous: str = "NORMAL", auto_catch_up: int = 10_000,
-                 cjk_prefix: bool = False):
+                 cjk_prefix: bool = False, fold_variants: bool | None = None):
         self.path = _check_path(path)
         if readonly is not None and not isinstance(readonly, bool):
             raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
+        if fold_variants is not None and not isinstance(fold_variants, bool):
+            raise ValueError(f"fold_variants must be True, False or None, not {fold_variants!r}")
+        self._fold_variants_arg = fold_variants
+        self.fold_variants = False
         self._cjk_prefix = bool(cjk_prefix)  # used when the cjk table is created (schema.fts_ddl)
         self._lock = threading.RLock()
         self._conn = None
@@ -232,8 +246,14 @@ class Archive:
                     self.extension_error = str(exc)
                     warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 4)
             if readonly:
-                return  # indexes this host cannot serve are left as they are and not served (live_indexes)
+                # indexes this host cannot serve are left as they are and not served (live_indexes)
+                self.fold_variants = fold_variants_of(self._conn)
+                return
             self._open_schema(None if indexes is None else _check_routes(indexes))
+            self.fold_variants = fold_variants_of(self._conn)
+            if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
+                raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the setting "
+                                   f"is fixed when an archive is created (open it with fold_variants=None)")
             indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix)
             if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
                 self.catch_up()
@@ -310,6 +330,7 @@ class Archive:
         self._check_file()  # again, inside the write transaction
         for ddl in BASE_DDL:
             conn.execute(ddl)
+        record_fold_variants(conn, bool(self._fold_variants_arg))
         for route in routes:
             indexing.create_index(conn, route, extension_loaded=self.extension_loaded, empty_table=True,
                                   prefix=self._cjk_prefix)
@@ -599,13 +620,14 @@ class Archive:
         with self._lock:
             return run_search(self._conn, query, live_indexes=self.live_indexes(),
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
-                              after=after, before=before, sort=sort, limit=limit, route=route, **options)
+                              after=after, before=before, sort=sort, limit=limit, route=route,
+                              fold_variants=self.fold_variants, **options)
 
     def explain(self, query, **options) -> dict:
         """Which route(s) would serve ``query`` on this archive now, and why."""
         from .search import explain
 
-        return explain(query, self.live_indexes(), **options)
+        return explain(query, self.live_indexes(), fold_variants=self.fold_variants, **options)
 
     def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
                        include_reasoning=False, roles=None, after=None, before=None, sort=None,

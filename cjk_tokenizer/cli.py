@@ -92,7 +92,8 @@ def _cmd_import(args) -> int:
 
     size = os.path.getsize(args.file)
     bar = ProgressBar("import")
-    with _open_archive(args.db, must_exist=False, extension=not args.no_extension) as ar:
+    with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
+                       fold_variants=True if args.fold_variants else None) as ar:
         counts = import_jsonl(ar, args.file, batch_size=args.batch_size,
                               progress=lambda n: bar.update(n, None, "messages"))
         bar.finish(counts["messages"], None, "messages")
@@ -216,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.add_argument("--fold-variants", action="store_true",
+                   help="create DB folding Traditional/Simplified Han variants (項目 = 项目); fixed at creation")
     p.set_defaults(func=_cmd_import)
 
     p = sub.add_parser("doctor", help="check SQLite, FTS5, the extension on this host, and DB's indexes")

@@ -71,8 +71,8 @@ def term_matches(term: Term, text: str | None) -> bool:
     if not text:
         return False
     if term.is_cjk_run:  # substring of the folded text: no tokenizing needed
-        return term.units[0].text in _native.fold(clean(text))
-    an = analyze(text)
+        return term.units[0].text in _native.fold(clean(text), term.variants)
+    an = analyze(text, term.variants)
     if len(term.units) == 1:
         q = term.units[0].text
         if term.prefix:
@@ -109,9 +109,9 @@ def first_match(node, text: str | None) -> tuple[int, int] | None:
     """Character span in ``text`` of the earliest searched-for term occurrence."""
     if not text:
         return None
-    an = analyze(text)
     best = None
     for t in positive_terms(node):
+        an = analyze(text, t.variants)  # one parse: every term folds alike
         sp = next(spans(t, an), None)
         if sp is not None and (best is None or sp[0] < best[0]):
             best = sp

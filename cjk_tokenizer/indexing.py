@@ -29,6 +29,7 @@ from .schema import (
     FTS_COLUMNS,
     FTS_INDEXES,
     MESSAGES,
+    fold_variants,
     fts_ddl,
     fts_shadow_tables,
     fts_table,
@@ -134,7 +135,7 @@ def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool,
         # Whatever it holds is unaccounted for; the watermark below says "nothing".
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
     else:
-        conn.execute(fts_ddl(route, prefix=prefix))
+        conn.execute(fts_ddl(route, prefix=prefix, fold_variants=fold_variants(conn)))
     conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
     status = "live" if empty_table else "building"
     _set_state(conn, route, status, 0)
@@ -231,7 +232,7 @@ def start_rebuild(conn, route: str, *, prefix: bool = False) -> None:
     table = fts_table(route)
     with immediate(conn):
         if not _table_exists(conn, table):
-            conn.execute(fts_ddl(route, prefix=prefix))
+            conn.execute(fts_ddl(route, prefix=prefix, fold_variants=fold_variants(conn)))
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
         _set_state(conn, route, "building", 0)

@@ -48,8 +48,9 @@ oldest, or a scan-only plan.
 
 SQL functions
 -------------
-``run_search`` registers on the connection, once: ``cjk_fold(text)`` (the C
-width folding, for scans: without the extension SQLite has no such function)
+``run_search`` registers on the connection, once: ``cjk_fold(text)`` and
+``cjk_fold(text, 1)`` (the C folding without / with Han variants, for scans:
+without the extension SQLite has no such function)
 and ``cjk_term_match(term_key, col, ...)`` (evaluate.py's check of one term,
 for the rows an index can only narrow down).
 """
@@ -105,8 +106,8 @@ _registered = weakref.WeakKeyDictionary()  # connection -> {"aux": cjk_match usa
 _reg_lock = threading.Lock()
 
 
-def _sql_fold(text):
-    return _native.fold(clean(text)) if isinstance(text, str) else ""
+def _sql_fold(text, variants=0):
+    return _native.fold(clean(text), bool(variants)) if isinstance(text, str) else ""
 
 
 def ensure_functions(conn) -> dict:
@@ -116,9 +117,11 @@ def ensure_functions(conn) -> dict:
         if state is None:
             if hasattr(conn, "create_scalar_function"):  # APSW
                 conn.create_scalar_function("cjk_fold", _sql_fold, 1, deterministic=True)
+                conn.create_scalar_function("cjk_fold", _sql_fold, 2, deterministic=True)
                 conn.create_scalar_function("cjk_term_match", sql_term_match, -1, deterministic=True)
             else:  # stdlib sqlite3
                 conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
+                conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
                 conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
             state = _registered[conn] = {"aux": False}
         return state
@@ -322,11 +325,15 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
 
 
 def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
-               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS) -> list[Hit]:
-    """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
+               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS,
+               fold_variants=False) -> list[Hit]:
+    """Search ``conn`` (an archive connection) for ``query``.  See the module docstring.
+
+    ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``).
+    """
     _check(sort, limit, snippet_chars)
     filters = _filters(roles, session_id, after, before)
-    node = parse(query)
+    node = parse(query, fold_variants=fold_variants)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
     state = ensure_functions(conn)
     # On a single MATCH over the cjk index the C function cjk_match builds the
@@ -349,9 +356,9 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     return [_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows]
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:
+def explain(query, live_indexes, *, include_reasoning=False, route=None, fold_variants=False) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
-    node = parse(query)
+    node = parse(query, fold_variants=fold_variants)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
     out = p.explain()
     out["input"] = query

@@ -32,12 +32,12 @@ def _connection():
     return _conn
 
 
-def _last_char_start(data: bytes, start: int, end: int, token: str) -> int:
+def _last_char_start(data: bytes, start: int, end: int, token: str, variants: bool) -> int:
     """Start of the run-final character a colocated unigram stands for."""
     for k in range(end - 1, start - 1, -1):
         if (data[k] & 0xC0) != 0x80:  # a character boundary
             piece = data[k:end].decode("utf-8", "replace")
-            if _native.fold(piece) == token:
+            if _native.fold(piece, variants) == token:
                 return k
     return start
 
@@ -57,6 +57,7 @@ def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, i
     problem = _native.tokenizer_args_error(args)
     if problem:
         raise ValueError(problem)
+    variants = any(n.lower() == "fold_variants" and v == "1" for n, v in zip(args[::2], args[1::2]))
     import apsw
 
     with _lock:
@@ -73,5 +74,5 @@ def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, i
         start, end, first, *colocated = entry
         out.append((first, start, end, False))
         for extra in colocated:
-            out.append((extra, _last_char_start(data, start, end, extra), end, True))
+            out.append((extra, _last_char_start(data, start, end, extra, variants), end, True))
     return out

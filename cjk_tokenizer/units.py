@@ -1,7 +1,8 @@
 """The unit stream: what a text means to search, on every route.
 
-A text (a message column or a query term) is width-folded by the C folding,
-split into runs of CJK letters by the C definition of CJK, and everything
+A text (a message column or a query term) is folded by the C folding (width,
+variation selectors, and Han variants for an archive created with
+``fold_variants=True``), split into runs of CJK letters by the C definition of CJK, and everything
 between the runs is tokenized by SQLite's own ``unicode61`` tokenizer with
 ``remove_diacritics 2`` (case-folded, accents removed).  The result is a list
 of units, in text order::
@@ -128,6 +129,7 @@ def _tokens(masked: str) -> list[tuple[int, int, str]]:
 
 class Analysis:
     """A text as units.  Offsets are character offsets into ``folded``.
+    ``variants``: fold Han variants too (the ``fold_variants 1`` tokenizer).
 
     The word tokens are computed at once; the merged unit list only when a
     term of several units (or a span) needs it, which keeps the common
@@ -136,9 +138,9 @@ class Analysis:
 
     __slots__ = ("raw", "folded", "runs", "tokens", "_words", "_units")
 
-    def __init__(self, raw: str):
+    def __init__(self, raw: str, variants: bool = False):
         self.raw = clean(raw)
-        self.folded = _native.fold(self.raw)
+        self.folded = _native.fold(self.raw, variants)
         mask = _native.cjk_mask(self.folded)
         self.runs = [m.span() for m in _RUN.finditer(mask)]
         masked = self.folded
@@ -205,17 +207,19 @@ def _fold1(s: str) -> str:
 def _fold_map(raw: str) -> list[int]:
     """folded char index -> raw char index (+ one entry for the end).
 
-    Folding only ever merges a character with the voiced mark after it, so a
-    walk that asks the C folding about each pair rebuilds the alignment.
+    Folding maps a character to one character (Han variants too) and only
+    ever merges it with what follows it (a voiced mark, variation selectors),
+    so a walk that asks the C folding how far each character reaches
+    rebuilds the alignment.
     """
     out = []
     i, n = 0, len(raw)
     while i < n:
         out.append(i)
-        if i + 1 < n and len(_fold1(raw[i : i + 2])) == 1:
-            i += 2
-        else:
-            i += 1
+        j = i + 1
+        while j < n and len(_fold1(raw[i : j + 1])) == 1:
+            j += 1
+        i = j
     out.append(n)
     return out
 
@@ -223,28 +227,29 @@ def _fold_map(raw: str) -> list[int]:
 _CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
 
 
-_last_big: tuple = ("", None)
+_last_big: tuple = ("", False, None)
 
 
-def analyze(text: str | None) -> Analysis:
+def analyze(text: str | None, variants: bool = False) -> Analysis:
     """The units of a column text.  Cached: a row is analyzed for every term of
     a query, for matched_in and for its snippet; big texts keep one entry."""
     global _last_big
     text = text or ""
+    variants = bool(variants)
     if len(text) <= _CACHE_LIMIT:
-        return _analyze_cached(text)
-    cached_text, an = _last_big
-    if an is None or not (cached_text is text or cached_text == text):
-        an = Analysis(text)
-        _last_big = (text, an)
+        return _analyze_cached(text, variants)
+    cached_text, cached_variants, an = _last_big
+    if an is None or cached_variants != variants or not (cached_text is text or cached_text == text):
+        an = Analysis(text, variants)
+        _last_big = (text, variants, an)
     return an
 
 
 @lru_cache(maxsize=256)
-def _analyze_cached(text: str) -> Analysis:
-    return Analysis(text)
+def _analyze_cached(text: str, variants: bool) -> Analysis:
+    return Analysis(text, variants)
 
 
-def query_units(text: str) -> tuple[Unit, ...]:
+def query_units(text: str, variants: bool = False) -> tuple[Unit, ...]:
     """The units of a query term: the same procedure as for documents."""
-    return tuple(Analysis(text).units)
+    return tuple(Analysis(text, variants).units)

@@ -302,7 +302,7 @@ static int tokenChars(const char *z, int n) {
 
 /* If z[iStart..iEnd) is all CJK letters, return the end of its first nChar
 ** letters the way the tokenizer reads them (a voiced mark composes with the
-** letter before it); otherwise return iEnd. */
+** letter before it, variation selectors belong to it); otherwise return iEnd. */
 static int cjkPrefixEnd(const unsigned char *z, int iStart, int iEnd, int nChar) {
   int i = iStart, k = 0, iCut = -1;
   while (i < iEnd) {
@@ -315,6 +315,7 @@ static int cjkPrefixEnd(const unsigned char *z, int iStart, int iEnd, int nChar)
         j = j2;
       }
     }
+    j = cjk_skip_variation_selectors(z, iEnd, j); /* part of the letter, as for the tokenizer */
     if (++k == nChar) iCut = j;
     i = j;
   }

@@ -16,6 +16,7 @@
 
 #include "cjk_chars.h"
 #include "cjk_tokenizer.h"
+#include "cjk_variants.h"
 
 typedef struct CjkTokenizer {
   int bV2;                     /* unicode61 reached through fts5_tokenizer_v2 */
@@ -25,6 +26,7 @@ typedef struct CjkTokenizer {
   int nSep;                    /* CJK code points named in separators= ... */
   unsigned *aSep;              /* ... which then split CJK runs */
   int bSplitNewline;           /* '\n' is a separator: long segments may split there */
+  int bFoldVariants;           /* fold_variants 1: Han variants fold (cjk_variants.h) */
 } CjkTokenizer;
 
 /* Per-call state shared with the callback that forwards unicode61's tokens. */
@@ -128,10 +130,15 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
       }
     } else if (optionIs(zName, "categories")) {
       if (checkCategories(zVal, zErr, nErr)) return 1;
+    } else if (optionIs(zName, "fold_variants")) {
+      if (!((zVal[0] == '0' || zVal[0] == '1') && zVal[1] == 0)) {
+        setErr(zErr, nErr, "cjk_unicode61: fold_variants must be 0 or 1, not '%s'", zVal);
+        return 1;
+      }
     } else if (!optionIs(zName, "tokenchars") && !optionIs(zName, "separators")) {
       setErr(zErr, nErr,
              "cjk_unicode61: unknown option '%s' (known: remove_diacritics, tokenchars, "
-             "separators, categories)",
+             "separators, categories, fold_variants)",
              zName);
       return 1;
     }
@@ -159,6 +166,34 @@ static int collectSeparators(CjkTokenizer *p, const char **azArg, int nArg) {
       }
     }
   }
+  return SQLITE_OK;
+}
+
+/* Our own options are not unicode61's: take fold_variants out of the list
+** unicode61 gets.  *pazInner is azArg itself when there is nothing to take
+** out, else a copy the caller frees. */
+static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const char ***pazInner,
+                           int *pnInner) {
+  int i, n = 0, bOwn = 0;
+  const char **aInner;
+  for (i = 0; i + 1 < nArg; i += 2) {
+    if (optionIs(azArg[i], "fold_variants")) {
+      p->bFoldVariants = azArg[i + 1][0] == '1';
+      bOwn = 1;
+    }
+  }
+  *pazInner = azArg;
+  *pnInner = nArg;
+  if (!bOwn) return SQLITE_OK;
+  aInner = malloc(sizeof(const char *) * (size_t)nArg);
+  if (!aInner) return SQLITE_NOMEM;
+  for (i = 0; i + 1 < nArg; i += 2) {
+    if (optionIs(azArg[i], "fold_variants")) continue;
+    aInner[n++] = azArg[i];
+    aInner[n++] = azArg[i + 1];
+  }
+  *pazInner = aInner;
+  *pnInner = n;
   return SQLITE_OK;
 }
 
@@ -213,22 +248,29 @@ static int probeNewline(CjkTokenizer *p) {
 int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
   CjkTokenizer *p;
   void *pUd = 0;
-  int rc;
+  const char **azInner = 0;
+  int rc, nInner = 0;
   char zErr[8];
   *ppOut = 0;
   if (!pApi) return SQLITE_ERROR;
   if (cjk_check_args(azArg, nArg, zErr, (int)sizeof(zErr))) return SQLITE_ERROR;
   p = calloc(1, sizeof(*p));
   if (!p) return SQLITE_NOMEM;
+  rc = splitOwnOptions(p, azArg, nArg, &azInner, &nInner);
+  if (rc != SQLITE_OK) {
+    free(p);
+    return rc;
+  }
   if (pApi->iVersion >= 3) {
     p->bV2 = 1;
     rc = pApi->xFindTokenizer_v2(pApi, "unicode61", &pUd, &p->pInner2);
     if (rc == SQLITE_OK && !p->pInner2) rc = SQLITE_ERROR;
-    if (rc == SQLITE_OK) rc = p->pInner2->xCreate(pUd, azArg, nArg, &p->pInner);
+    if (rc == SQLITE_OK) rc = p->pInner2->xCreate(pUd, azInner, nInner, &p->pInner);
   } else {
     rc = pApi->xFindTokenizer(pApi, "unicode61", &pUd, &p->inner1);
-    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, azArg, nArg, &p->pInner);
+    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, azInner, nInner, &p->pInner);
   }
+  if (azInner != azArg) free((void *)azInner);
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
   if (rc == SQLITE_OK) rc = probeNewline(p);
   if (rc != SQLITE_OK) {
@@ -332,7 +374,9 @@ static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsign
 }
 
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
-** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter. */
+** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter.
+** Variation selectors after it are part of it (skipped, so *pi moves past
+** them), and under fold_variants 1 it takes its canonical Han form. */
 static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi, unsigned *pCp) {
   unsigned cp, cp2, c;
   int i = *pi, j, j2;
@@ -350,6 +394,8 @@ static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi
       j = j2;
     }
   }
+  j = cjk_skip_variation_selectors(z, n, j);
+  if (p->bFoldVariants) cp = cjk_fold_variant(cp);
   *pCp = cp;
   *pi = j;
   return 1;

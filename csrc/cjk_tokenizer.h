@@ -18,6 +18,13 @@
 **   phrase).  Full-width ASCII folds to ASCII and half-width katakana and
 **   Hangul to their full-width forms, in documents and queries alike, with
 **   offsets pointing at the original bytes.  Invalid UTF-8 is a separator.
+**   Variation selectors (U+FE00..FE0F, U+E0100..E01EF) after a CJK letter
+**   belong to it: they do not split the run, are not part of any token, and
+**   the letter's offsets cover them (辻+U+E0101 村 -> 辻村).  The option
+**   fold_variants 1 (default 0) folds Han variants to one canonical form
+**   (cjk_variants.h: 項目 and 项目 both become 项目), again in documents and
+**   queries alike and with offsets on the original bytes; every other option
+**   is unicode61's.
 */
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H

@@ -14,7 +14,9 @@ from cjk_sources import C_SOURCES, compile_args, link_args  # noqa: E402
 CDEF = """
 int cjk_is_cjk(unsigned int cp);
 unsigned int cjk_fold_width(unsigned int cp);
-int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut);
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants);
+int cjk_variant_count(void);
+unsigned int cjk_variant_pair(int i, int bTo);
 int cjk_range_count(void);
 unsigned int cjk_range_bound(int i, int bHigh);
 int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
@@ -25,7 +27,7 @@ ffibuilder = cffi.FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "cjk_tokenizer._cjk_unicode61",
-    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n',
+    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n#include "cjk_variants.h"\n',
     sources=C_SOURCES,
     include_dirs=["csrc"],
     extra_compile_args=compile_args(),

@@ -4,6 +4,7 @@ import sys
 
 C_SOURCES = [
     "csrc/cjk_chars.c",
+    "csrc/cjk_variants.c",
     "csrc/cjk_tokenizer.c",
     "csrc/cjk_aux.c",
     "csrc/cjk_extension.c",

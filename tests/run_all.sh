@@ -88,7 +88,7 @@ if have_stage fuzz; then
   echo "== stage fuzz: libFuzzer harness for ${FUZZ_SECONDS}s"
   FUZZ_BIN=$(mktemp /tmp/cjk-fuzz.XXXXXX)
   clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc \
-    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_extension.c \
+    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_extension.c \
     -lsqlite3 -o "$FUZZ_BIN"
   CORPUS=$(mktemp -d /tmp/cjk-fuzz-corpus.XXXXXX)
   cp csrc/fuzz/seeds/* "$CORPUS"/

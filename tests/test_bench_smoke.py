@@ -3,6 +3,8 @@
 bench/bench_index.py --smoke   sanity of the index build numbers, needles found by the cjk index
 bench/bench_queries.py --smoke every route returns the scan route's ids for each query it can
                                express; planted needles found at their ids on every route
+bench/bench_variants.py --smoke fold_variants finds at least what the plain index finds on the
+                               Traditional/Simplified sample, and more (needs OpenCC's converter too)
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
 tests skip, unless CJK_REQUIRE_ALL_HOSTS is set (CI installs the bench extra), then they fail.
@@ -47,3 +49,10 @@ def test_bench_queries_smoke(tmp_path):
     assert "0 problems" in p.stdout, p.stdout
     # the smoke archive and its needle manifest are in the workdir, nothing was written to bench/
     assert any(name.endswith(".db.json") for name in os.listdir(tmp_path))
+
+
+def test_bench_variants_smoke(tmp_path):
+    _need("jieba", "the parallel sample draws Chinese from jieba's dict.txt")
+    _need("opencc", "the parallel sample's Traditional twins come from OpenCC's phrase-level converter")
+    p = _run([os.path.join(BENCH, "bench_variants.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
+    assert "| cjk fold_variants 1 | simplified |" in p.stdout, p.stdout

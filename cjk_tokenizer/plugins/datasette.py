@@ -165,6 +165,7 @@ def prepare_connection(conn, database, datasette):
         return
     # the functions the routes' SQL calls where an index only narrows rows down (search.py)
     conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
+    conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
     conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
     conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
     conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)

@@ -9,13 +9,14 @@
 ** extension itself still reaches SQLite through the routines table it is
 ** handed (registered here as an auto-extension, which passes that table).
 **
-** Input layout: byte 0 picks the tokenize mode and whether xToken stops early,
-** byte 1 picks an argument set, bytes 2..3 give a stop-after count, then an
+** Input layout: byte 0 picks the tokenize mode, whether xToken stops early and
+** (bit 0x80) fold_variants 1, byte 1 picks an argument set, bytes 2..3 give a stop-after count, then an
 ** optional argument string (up to the first 0xFF byte) used as tokenchars or
 ** separators, then the text.  Every emitted token is checked:
 **   0 <= iStart <= iEnd <= nText, token length in 1..8 bytes for CJK output,
 **   no token after xToken returned non-OK, the stop code returned as is.
-** The text is also inserted into an FTS5 table and queried with cjk_match().
+** The text is also inserted into an FTS5 table (one with fold_variants 1 when
+** bit 0x80 is set) and queried with cjk_match().
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -74,7 +75,8 @@ static int setup(void) {
   sqlite3_finalize(pStmt);
   if (!pFts5) return 1;
   return sqlite3_exec(db,
-                      "CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize='cjk_unicode61');",
+                      "CREATE VIRTUAL TABLE t USING fts5(a, b, tokenize='cjk_unicode61');"
+                      "CREATE VIRTUAL TABLE tv USING fts5(a, b, tokenize='cjk_unicode61 fold_variants 1');",
                       0, 0, 0);
 }
 
@@ -84,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fts5_tokenizer tok;
   void *pUd = 0;
   Fts5Tokenizer *pTok = 0;
-  const char *azArg[6];
+  const char *azArg[8];
   char zArgVal[64];
   int nArg = 0, rc;
   Check c;
@@ -106,6 +108,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     default: azArg[nArg++] = "remove_diacritics"; azArg[nArg++] = "0";
              azArg[nArg++] = "separators"; azArg[nArg++] = zArgVal; break;
   }
+  if (data[0] & 0x80) {
+    azArg[nArg++] = "fold_variants";
+    azArg[nArg++] = "1";
+  }
   if (pFts5->xFindTokenizer(pFts5, "cjk_unicode61", &pUd, &tok) != SQLITE_OK) abort();
   if (tok.xCreate(pUd, azArg, nArg, &pTok) != SQLITE_OK) return 0; /* e.g. bad UTF-8 arg */
   c.nText = (int)(size - iText);
@@ -115,17 +121,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!c.bStopped && rc != SQLITE_OK) abort();
   tok.xDelete(pTok);
 
-  { /* width folding: output never longer than the input */
-    char *zOut = malloc(size - iText + 1);
+  { /* folding: output never longer than its documented bound */
+    int bVar = (data[0] & 0x80) != 0, nMax = bVar ? CJK_FOLD_MAX(c.nText) : c.nText;
+    char *zOut = malloc((size_t)nMax + 1);
     if (!zOut) abort();
-    if (cjk_fold_utf8((const char *)data + iText, c.nText, zOut, c.nText) > c.nText) abort();
+    if (cjk_fold_utf8((const char *)data + iText, c.nText, zOut, nMax, bVar) > nMax) abort();
     free(zOut);
   }
 
   if (data[0] & 0x20) { /* through FTS5: insert, query with cjk_match, delete */
     sqlite3_stmt *pIns = 0, *pQ = 0;
     size_t half = (size - iText) / 2;
-    sqlite3_prepare_v2(db, "INSERT INTO t(rowid, a, b) VALUES (1, ?1, ?2)", -1, &pIns, 0);
+    int bVar = (data[0] & 0x80) != 0;
+    sqlite3_prepare_v2(db, bVar ? "INSERT INTO tv(rowid, a, b) VALUES (1, ?1, ?2)"
+                                : "INSERT INTO t(rowid, a, b) VALUES (1, ?1, ?2)", -1, &pIns, 0);
     sqlite3_bind_text(pIns, 1, (const char *)data + iText, (int)half, SQLITE_STATIC);
     sqlite3_bind_text(pIns, 2, (const char *)data + iText + half, (int)(size - iText - half),
                       SQLITE_STATIC);
@@ -146,15 +155,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zQuery[nQ++] = '"';
     if (data[0] & 0x40) zQuery[nQ++] = '*';
     if (sqlite3_prepare_v2(db,
-                           "SELECT cjk_match(t, 'a,b', 40), highlight(t, 0, '[', ']') "
-                           "FROM t WHERE t MATCH ?1",
+                           bVar ? "SELECT cjk_match(tv, 'a,b', 40), highlight(tv, 0, '[', ']') "
+                                  "FROM tv WHERE tv MATCH ?1"
+                                : "SELECT cjk_match(t, 'a,b', 40), highlight(t, 0, '[', ']') "
+                                  "FROM t WHERE t MATCH ?1",
                            -1, &pQ, 0) == SQLITE_OK) {
       sqlite3_bind_text(pQ, 1, zQuery, nQ, SQLITE_STATIC);
       while (sqlite3_step(pQ) == SQLITE_ROW) {
       }
     }
     sqlite3_finalize(pQ);
-    sqlite3_exec(db, "DELETE FROM t", 0, 0, 0);
+    sqlite3_exec(db, bVar ? "DELETE FROM tv" : "DELETE FROM t", 0, 0, 0);
   }
   return 0;
 }
