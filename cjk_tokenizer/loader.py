@@ -25,7 +25,9 @@ def loadable_path() -> str:
         path = os.path.join(here, name)
         if os.path.exists(path):
             return path
-    raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall the package")
+    if not _native.available():  # e.g. a source tree that shadows the install: say so
+        raise ExtensionError(_native.missing_reason())
+    raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall cjk-tokenizer")
 
 
 def _extension_file() -> str:
