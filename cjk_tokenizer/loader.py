@@ -10,12 +10,14 @@ unresolved there).
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 from . import _native
 from .errors import ExtensionError
 
 ENTRY_POINT = "sqlite3_cjkunicode_init"
 TOKENIZER = "cjk_unicode61"
+C = TypeVar("C")  # apsw.Connection or sqlite3.Connection: load() returns what it is given
 
 
 def loadable_path() -> str:
@@ -69,7 +71,7 @@ def _load_stdlib(conn, path: str) -> None:
         conn.enable_load_extension(False)
 
 
-def load(conn):
+def load(conn: C) -> C:
     """Register ``cjk_unicode61`` and ``cjk_match`` on ``conn`` and return ``conn``.
 
     ``conn`` is an ``apsw.Connection`` or a ``sqlite3.Connection``.  Extension

@@ -354,7 +354,7 @@ def _make(cls, items):
     return cls(tuple(flat))
 
 
-def parse(query) -> Node:
+def parse(query: str) -> Node:
     """Parse ``query`` into an AST.  Raises QueryError when nothing is searchable."""
     if not isinstance(query, str):
         raise QueryError(f"query must be a str, not {type(query).__name__}")

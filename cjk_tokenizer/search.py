@@ -53,6 +53,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
@@ -291,8 +292,10 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
     return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight)
 
 
-def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
-               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS) -> list[Hit]:
+def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
+               roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
+               before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
+               snippet_chars: int = SNIPPET_CHARS) -> list[Hit]:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
     _check(sort, limit, snippet_chars)
     filters = _filters(roles, session_id, after, before)
@@ -315,7 +318,8 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:
+def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,
+            route: str | None = None) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
     node = parse(query)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)
