@@ -6,7 +6,9 @@ tests/run_all.sh's release stage):
 - ``cjk_tokenizer.__version__``, the compiled module, ``SELECT version FROM cjk_version`` (APSW
   and the ``sqlite3`` shell) and ``cjk-tokenizer --version`` all say the same version;
 - both shared objects carry no symbol table and no debug sections;
-- ``py.typed`` is there and every public function and method is annotated.
+- ``py.typed`` is there and every public function and method is annotated;
+- in a checkout without compiled files (a plain ``pip install .`` leaves it so, and Python
+  started there imports it), every entry point says in one line why and what to run instead.
 
 The second group builds from the source tree with ``python -m build --no-isolation`` (the build
 requirements must be installed: tests/run_all.sh does): an sdist, a wheel from a copy of the
@@ -123,6 +125,52 @@ def test_py_typed_and_public_api_annotated():
             if params or (sig.return_annotation is inspect.Signature.empty and qual.split(".")[-1] != "__init__"):
                 missing.append(f"{qual}({', '.join(params)}){' -> ?' if sig.return_annotation is sig.empty else ''}")
     assert not missing, "public API without annotations: " + "; ".join(missing)
+
+
+def _checkout_without_build(root):
+    """A checkout after a plain ``pip install .``: the package's sources, no compiled files."""
+    shutil.copytree(PKG, root / "cjk_tokenizer", ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    (root / "python").mkdir()
+    (root / "python" / "build_cffi.py").write_text("")
+    return root
+
+
+def _installed_copy(site):
+    """A site directory where cjk-tokenizer is installed (metadata and package)."""
+    shutil.copytree(PKG, site / "cjk_tokenizer", ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / f"cjk_tokenizer-{cjk_tokenizer.__version__}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: cjk-tokenizer\nVersion: {cjk_tokenizer.__version__}\n")
+    return site / "cjk_tokenizer"
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["shadowing-an-install", "never-built"])
+def test_entry_points_in_an_unbuilt_checkout_say_why_in_one_line(tmp_path, installed):
+    checkout = _checkout_without_build(tmp_path / "checkout")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if installed:
+        site_pkg = _installed_copy(tmp_path / "site")
+        env["PYTHONPATH"] = str(tmp_path / "site")
+        expected = (f"Python imported cjk_tokenizer from the source tree {checkout / 'cjk_tokenizer'}, which shadows "
+                    f"the installed copy in {site_pkg} and has no compiled module; run from another directory (or the "
+                    "`cjk-tokenizer` command), or build the source tree in place with `pip install -e .`")
+    else:
+        expected = (f"the compiled module _cjk_unicode61 is not built in the source tree {checkout / 'cjk_tokenizer'}; "
+                    "run `pip install -e .` (or `python python/setup_build.py build_ext --inplace`)")
+    runs = {args: subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=checkout, env=env,
+                                 timeout=120)
+            for args in (("-m", "cjk_tokenizer", "path"), ("-m", "cjk_tokenizer", "tokenize", "中文"),
+                         ("-m", "cjk_tokenizer", "--version"),
+                         ("-c", "import apsw, cjk_tokenizer; cjk_tokenizer.load(apsw.Connection(':memory:'))"))}
+    for args, p in runs.items():
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        assert expected in p.stderr, (args, p.stderr)
+        assert "circular import" not in p.stderr
+    for args in list(runs)[:2]:
+        assert runs[args].stderr == f"cjk-tokenizer: error: {expected}\n"
+    assert runs[("-m", "cjk_tokenizer", "--version")].stderr == \
+        f"cjk-tokenizer {cjk_tokenizer.__version__}, without its compiled library: {expected}\n"
 
 
 # ---- building from the source tree ---------------------------------------------------------
