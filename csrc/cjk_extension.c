@@ -1,6 +1,7 @@
 /*
 ** cjk_extension.c — the SQLite entry point: registers the cjk_unicode61
-** tokenizer and the cjk_match auxiliary function with one connection's FTS5.
+** tokenizer and the cjk_match auxiliary function with one connection's FTS5,
+** and the cjk_version table (cjk_version.c) with the connection.
 **
 ** No scalar SQL functions: reaching their user data needs the host's
 ** sqlite3_user_data(), which only a process-global API pointer could supply,
