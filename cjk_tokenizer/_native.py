@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import os
 
+
 def _installed_copy(here: str) -> str | None:
     """The package directory of an installed cjk-tokenizer other than ``here``, if any."""
-    try:
-        from importlib.metadata import distributions
-    except ImportError:  # pragma: no cover - Python < 3.8
-        return None
+    from importlib.metadata import distributions
+
     # A checkout where ``pip install .`` ran also holds cjk_tokenizer.egg-info,
-    # which names the checkout itself: look at every copy.
-    for dist in distributions(name="cjk-tokenizer"):
+    # which names the checkout itself: look at every copy.  (Only this error
+    # path reads the metadata; distributions(name=...) needs Python 3.10.)
+    for dist in distributions():
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") != "cjk-tokenizer":
+            continue
         located = os.path.dirname(os.path.abspath(str(dist.locate_file("cjk_tokenizer/__init__.py"))))
         if located != here and os.path.isfile(os.path.join(located, "__init__.py")):
             return located
