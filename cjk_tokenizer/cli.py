@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from dataclasses import asdict
 
 from .errors import CjkTokenizerError
@@ -218,11 +219,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # e.g. an archive opened without the extension says why, once, without a source line
+    print(f"cjk-tokenizer: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            return args.func(args)
     except KeyboardInterrupt:
         print("cjk-tokenizer: interrupted (finished chunks are kept; run the command again to resume)",
               file=sys.stderr)

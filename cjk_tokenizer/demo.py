@@ -75,8 +75,12 @@ def _ms(seconds: float) -> str:
 
 
 def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
+    from . import _native
     from .archive import Archive
+    from .errors import ExtensionError
 
+    if not _native.available():  # the demo shows the extension at work: say why it cannot, before building
+        raise ExtensionError(_native.missing_reason())
     out = out or print
     tmp = None
     if keep:

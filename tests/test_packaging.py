@@ -166,14 +166,21 @@ def test_entry_points_in_an_unbuilt_checkout_say_why_in_one_line(tmp_path, insta
     runs = {args: subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=checkout, env=env,
                                  timeout=120)
             for args in (("-m", "cjk_tokenizer", "path"), ("-m", "cjk_tokenizer", "tokenize", "中文"),
-                         ("-m", "cjk_tokenizer", "--version"),
+                         ("-m", "cjk_tokenizer", "demo", "--scale", "1"), ("-m", "cjk_tokenizer", "--version"),
                          ("-c", "import apsw, cjk_tokenizer; cjk_tokenizer.load(apsw.Connection(':memory:'))"))}
     for args, p in runs.items():
         assert p.returncode == 1, (args, p.stdout, p.stderr)
         assert expected in p.stderr, (args, p.stderr)
         assert "circular import" not in p.stderr
-    for args in list(runs)[:2]:
+    for args in list(runs)[:3]:
         assert runs[args].stderr == f"cjk-tokenizer: error: {expected}\n"
+    # importing works without the extension (documented fallback), and says why in one warning line
+    sample = os.path.join(PKG, "data", "sample_archive.jsonl")
+    p = subprocess.run([sys.executable, "-m", "cjk_tokenizer", "import", str(tmp_path / "a.db"), sample],
+                       capture_output=True, text=True, cwd=checkout, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert f"cjk-tokenizer: warning: cjk_tokenizer: working without the cjk index: {expected}\n" in p.stderr
+    assert "return Archive(" not in p.stderr
     assert runs[("-m", "cjk_tokenizer", "--version")].stderr == \
         f"cjk-tokenizer {cjk_tokenizer.__version__}, without its compiled library: {expected}\n"
 
