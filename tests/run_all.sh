@@ -104,7 +104,7 @@ if have_stage release; then
     REQUIRE_STDLIB=$("$VENV/bin/python" -c 'import sqlite3; print("1" if hasattr(sqlite3.Connection, "enable_load_extension") else "")')
     echo "   $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])'): pytest on the installed wheel ($FROM)"
     (cd "$REL/tree" && env -u PYTHONPATH CJK_REQUIRE_STDLIB_LOAD=$REQUIRE_STDLIB \
-      "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests)
+      "$VENV/bin/python" -m pytest -q -ra -p no:cacheprovider tests)
     LIB=$(cd "$REL/tree" && "$VENV/bin/cjk-tokenizer" path)
     ANSWER=$(sqlite3 :memory: ".load $LIB" "SELECT version FROM cjk_version")
     VERSION=$(cd "$REL/tree" && "$VENV/bin/cjk-tokenizer" --version)
