@@ -8,18 +8,48 @@ from __future__ import annotations
 
 import os
 
-try:  # the cffi module built from csrc/ by python/build_cffi.py
+
+def _installed_copy(here: str) -> str | None:
+    """The package directory of an installed cjk-tokenizer other than ``here``, if any."""
+    from importlib.metadata import distributions
+
+    # A checkout where ``pip install .`` ran also holds cjk_tokenizer.egg-info,
+    # which names the checkout itself: look at every copy.  (Only this error
+    # path reads the metadata; distributions(name=...) needs Python 3.10.)
+    for dist in distributions():
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") != "cjk-tokenizer":
+            continue
+        located = os.path.dirname(os.path.abspath(str(dist.locate_file("cjk_tokenizer/__init__.py"))))
+        if located != here and os.path.isfile(os.path.join(located, "__init__.py")):
+            return located
+    return None
+
+
+def _why_missing(exc: ImportError) -> str:
+    """One line: why the compiled module cannot be imported here, and what to run instead."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = [f for f in os.listdir(here) if f.startswith("_cjk_unicode61.")]
+    if built:  # there, but it does not load: the loader's reason is the useful part
+        return f"the compiled module {os.path.join(here, built[0])} does not load ({exc}); reinstall cjk-tokenizer"
+    installed = _installed_copy(here)
+    if installed:
+        # ``python -m`` and ``python -c`` put the current directory first on
+        # sys.path, so Python started in a checkout imports the source tree,
+        # which ``pip install .`` leaves without compiled files.
+        return (f"Python imported cjk_tokenizer from the source tree {here}, which shadows the installed copy in "
+                f"{installed} and has no compiled module; run from another directory (or the `cjk-tokenizer` "
+                "command), or build the source tree in place with `pip install -e .`")
+    if os.path.isfile(os.path.join(os.path.dirname(here), "python", "build_cffi.py")):
+        return (f"the compiled module _cjk_unicode61 is not built in the source tree {here}; "
+                "run `pip install -e .` (or `python python/setup_build.py build_ext --inplace`)")
+    return f"the compiled module _cjk_unicode61 is missing from {here}; reinstall cjk-tokenizer"
+
+
+try:  # the cffi module built from csrc/ by python/cjk_build.py
     from . import _cjk_unicode61 as _mod
 except ImportError as _exc:  # pragma: no cover - exercised by a broken install
     _mod = None
-    # Most often: Python imported the source checkout (``python -m`` from its
-    # root puts it first on sys.path) while ``pip install .`` put the compiled
-    # files in site-packages.
-    IMPORT_ERROR: str | None = (
-        f"the compiled module _cjk_unicode61 is missing from {os.path.dirname(os.path.abspath(__file__))} "
-        f"({_exc}); in a source checkout run `pip install -e .` (or run from another directory), "
-        "otherwise reinstall the package"
-    )
+    IMPORT_ERROR: str | None = _why_missing(_exc)
 else:
     IMPORT_ERROR = None
 
@@ -31,6 +61,12 @@ def missing_reason() -> str:
 
 def available() -> bool:
     return _mod is not None
+
+
+def version() -> str:
+    """The version the C library was built as (what ``SELECT version FROM cjk_version`` answers)."""
+    m = _need()
+    return m.ffi.string(m.lib.cjk_version()).decode("ascii")
 
 
 def module_path() -> str | None:

@@ -52,6 +52,7 @@ import os
 import threading
 import uuid
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import apsw
 
@@ -60,6 +61,9 @@ from .db import connect, immediate, use_wal
 from .errors import CjkTokenizerError, ExtensionError
 from .loader import load
 from .records import InputError
+
+if TYPE_CHECKING:
+    from .search import Hit
 from .schema import (
     BASE_DDL,
     DEFAULT_ROUTES,
@@ -179,9 +183,10 @@ class Archive:
                    recorded (off for a new one).  ``self.fold_variants`` says.
     """
 
-    def __init__(self, path, *, readonly: bool | None = None, create: bool = True, extension=True, indexes=None,
-                 busy_timeout: float = 10.0, synchronous: str = "NORMAL", auto_catch_up: int = 10_000,
-                 cjk_prefix: bool = False, fold_variants: bool | None = None):
+    def __init__(self, path: str | os.PathLike, *, readonly: bool | None = None, create: bool = True,
+                 extension: bool = True, indexes: Iterable[str] | None = None, busy_timeout: float = 10.0,
+                 synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False,
+                 fold_variants: bool | None = None) -> None:
         self.path = _check_path(path)
         if readonly is not None and not isinstance(readonly, bool):
             raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
@@ -338,7 +343,8 @@ class Archive:
 
     # ------------------------------------------------------------------ writing
 
-    def add_session(self, session_id=None, *, title=None, source=None, started_at=None, metadata=None) -> str:
+    def add_session(self, session_id: str | None = None, *, title: str | None = None, source: str | None = None,
+                    started_at: float | str | None = None, metadata: dict | None = None) -> str:
         """Create a session and return its id (a new uuid4 string if none is given)."""
         sid = str(uuid.uuid4()) if session_id is None else records.ident(session_id, "session_id")
         row = (sid, records.text(title, "title"), records.text(source, "source"),
@@ -352,7 +358,8 @@ class Archive:
                 raise InputError(f"session {sid!r} already exists") from None
         return sid
 
-    def update_session(self, session_id, *, title=_UNSET, source=_UNSET, metadata=_UNSET) -> bool:
+    def update_session(self, session_id: str, *, title: str | None = _UNSET, source: str | None = _UNSET,
+                       metadata: dict | None = _UNSET) -> bool:
         """Change a session's title, source or metadata; False if there is no such session."""
         sets, args = [], []
         for name, value in (("title", title), ("source", source)):
@@ -396,8 +403,9 @@ class Archive:
         self._conn.execute(_INSERT_MSG, (sid, *row))
         return self._conn.last_insert_rowid()
 
-    def add_message(self, session_id, role, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
-                    tool_call_id=None, timestamp=None, metadata=None) -> int:
+    def add_message(self, session_id: str, role: str, content: str | None = None, *, reasoning: str | None = None,
+                    tool_name: str | None = None, tool_calls: list | None = None, tool_call_id: str | None = None,
+                    timestamp: float | str | None = None, metadata: dict | None = None) -> int:
         """Append one message and return its id.
 
         ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
@@ -410,13 +418,13 @@ class Archive:
                                   tool_call_id=tool_call_id, timestamp_=timestamp, metadata=metadata)
         return self._write(lambda: self._insert(sid, row))
 
-    def add_openai_message(self, session_id, msg: dict) -> int:
+    def add_openai_message(self, session_id: str, msg: dict) -> int:
         """Append an OpenAI-style message dict (see records.py for what is accepted)."""
         sid = records.ident(session_id, "session_id")
         row = records.openai_row(msg)
         return self._write(lambda: self._insert(sid, row))
 
-    def add_messages(self, session_id, messages) -> list[int]:
+    def add_messages(self, session_id: str, messages: Iterable[dict]) -> list[int]:
         """Append OpenAI-style message dicts in one transaction; all or nothing."""
         sid = records.ident(session_id, "session_id")
         rows = []
@@ -427,7 +435,8 @@ class Archive:
                 raise InputError(f"message #{i}: {exc}") from None
         return self._write(lambda: [self._insert(sid, row) for row in rows])
 
-    def bulk_import(self, messages, *, session_id=None, batch_size: int = 2000, progress=None) -> int:
+    def bulk_import(self, messages: Iterable[dict], *, session_id: str | None = None, batch_size: int = 2000,
+                    progress: Callable[[int], Any] | None = None) -> int:
         """Append many OpenAI-style dicts fast: one transaction per batch.
 
         A batch is ``batch_size`` messages, or fewer once it holds
@@ -502,8 +511,9 @@ class Archive:
         finally:
             conn.execute("DELETE FROM temp.bulk_staging")
 
-    def update_message(self, message_id: int, *, content=_UNSET, reasoning=_UNSET, tool_name=_UNSET,
-                       tool_calls=_UNSET, timestamp=_UNSET, metadata=_UNSET) -> bool:
+    def update_message(self, message_id: int, *, content: str | None = _UNSET, reasoning: str | None = _UNSET,
+                       tool_name: str | None = _UNSET, tool_calls: list | None = _UNSET,
+                       timestamp: float | str | None = _UNSET, metadata: dict | None = _UNSET) -> bool:
         """Change fields of a message (indexes follow); False if there is no such message."""
         sets, args = [], []
         for name, value in (("content", content), ("reasoning", reasoning), ("tool_name", tool_name)):
@@ -535,7 +545,7 @@ class Archive:
 
         return self._write(delete)
 
-    def delete_session(self, session_id) -> int:
+    def delete_session(self, session_id: str) -> int:
         """Delete a session and all its messages; returns how many messages went."""
         def delete():
             n = self._conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]
@@ -552,7 +562,8 @@ class Archive:
             row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (int(message_id),)).fetchone()
         return None if row is None else _message(row)
 
-    def messages_of(self, session_id, *, after_id=None, before_id=None, limit=None, order: str = "asc") -> list[dict]:
+    def messages_of(self, session_id: str, *, after_id: int | None = None, before_id: int | None = None,
+                    limit: int | None = None, order: str = "asc") -> list[dict]:
         """A session's messages by id: those with after_id < id < before_id, ``limit`` of them.
 
         ``order="asc"`` gives the first ones oldest first; ``"desc"`` the last
@@ -576,13 +587,13 @@ class Archive:
         with self._lock:
             return [_message(r) for r in self._conn.execute(sql, args)]
 
-    def session(self, session_id) -> dict | None:
+    def session(self, session_id: str) -> dict | None:
         """A session with its message_count and last_active time, or None."""
         with self._lock:
             row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _session(row)
 
-    def sessions(self, *, limit=None, offset: int = 0) -> list[dict]:
+    def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
         """Sessions, most recently active first (those with no messages last)."""
         sql = f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_active DESC, started_at DESC, id"
         args: list = []
@@ -595,7 +606,7 @@ class Archive:
         with self._lock:
             return [_session(r) for r in self._conn.execute(sql, args)]
 
-    def count_messages(self, session_id=None) -> int:
+    def count_messages(self, session_id: str | None = None) -> int:
         with self._lock:
             if session_id is None:
                 return int(self._conn.execute("SELECT count(*) FROM messages").fetchone()[0])
@@ -608,8 +619,9 @@ class Archive:
 
     # ------------------------------------------------------------------ search (search.py)
 
-    def search(self, query, *, include_reasoning=False, roles=None, session_id=None, after=None, before=None,
-               sort="relevance", limit=20, route=None, **options):
+    def search(self, query: str, *, include_reasoning: bool = False, roles: Iterable[str] | None = None,
+               session_id: str | None = None, after: float | str | None = None, before: float | str | None = None,
+               sort: str = "relevance", limit: int = 20, route: str | None = None, **options: Any) -> list[Hit]:
         """Find messages; see search.py for the query language, filters and Hit fields.
 
         Only live indexes this host can tokenize are used (``live_indexes()``,
@@ -623,15 +635,17 @@ class Archive:
                               after=after, before=before, sort=sort, limit=limit, route=route,
                               fold_variants=self.fold_variants, **options)
 
-    def explain(self, query, **options) -> dict:
+    def explain(self, query: str, **options: Any) -> dict:
         """Which route(s) would serve ``query`` on this archive now, and why."""
         from .search import explain
 
         return explain(query, self.live_indexes(), fold_variants=self.fold_variants, **options)
 
-    def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
-                       include_reasoning=False, roles=None, after=None, before=None, sort=None,
-                       exclude_session_ids=None) -> dict:
+    def session_search(self, query: str | None = None, session_id: str | None = None,
+                       around_message_id: int | None = None, window: int | None = None, limit: int | None = None,
+                       include_reasoning: bool = False, roles: Iterable[str] | None = None,
+                       after: float | str | None = None, before: float | str | None = None, sort: str | None = None,
+                       exclude_session_ids: Iterable[str] | None = None) -> dict:
         """The agents' tool: discovery, scroll, read or browse, inferred from the arguments.
 
         Returns a JSON-serializable dict; errors come back inside it, never as
@@ -677,7 +691,8 @@ class Archive:
         return sum(indexing.behind(self._conn, r, cap=cap) for r, (s, _) in indexing.states(self._conn).items()
                    if s in ("stale", "building") and self._available(r))
 
-    def catch_up_iter(self, route=None, *, chunk: int = 1000, target_seconds: float | None = 0.25):
+    def catch_up_iter(self, route: str | None = None, *, chunk: int = 1000,
+                      target_seconds: float | None = 0.25) -> Iterator[Progress]:
         """Yield a :class:`Progress` after each committed chunk of catch-up work.
 
         Covers ``route`` or every stale/building index this host can tokenize.
@@ -707,7 +722,8 @@ class Archive:
                 return False
         return True
 
-    def catch_up(self, progress=None, *, route=None, chunk: int = 1000,
+    def catch_up(self, progress: Callable[[Progress], bool] | None = None, *, route: str | None = None,
+                 chunk: int = 1000,
                  target_seconds: float | None = 0.25) -> bool:
         """Bring stale/building indexes up to date incrementally, in committed chunks.
 
@@ -720,7 +736,8 @@ class Archive:
                 return False
             return all(v["status"] == "live" for v in self.index_status().values() if v["tokenizer_available"])
 
-    def rebuild(self, route=None, progress=None, *, restart: bool = False, chunk: int = 1000,
+    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool] | None = None, *,
+                restart: bool = False, chunk: int = 1000,
                 target_seconds: float | None = 0.25) -> bool:
         """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
 

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from dataclasses import asdict
 
 from .errors import CjkTokenizerError
@@ -159,6 +160,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: one line; exit status 1 if the compiled library is missing or of another version."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__, _native
+
+        if not _native.available():
+            parser.exit(1, f"cjk-tokenizer {__version__}, without its compiled library: {_native.missing_reason()}\n")
+        built = _native.version()
+        if built != __version__:
+            parser.exit(1, f"cjk-tokenizer {__version__}, but its compiled library is {built}: rebuild it "
+                           "(`pip install -e .` in a checkout) or reinstall cjk-tokenizer\n")
+        print(f"cjk-tokenizer {__version__}")
+        parser.exit(0)
+
+
 def _add_search_filters(p):
     p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
     p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
@@ -188,6 +208,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="cjk-tokenizer",
                                      description="CJK full-text search for SQLite: tools and session archives.")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the version (the package's and its compiled library's are one) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("path", help="print the loadable library's path (for .load in the sqlite3 shell)")
@@ -246,11 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # e.g. an archive opened without the extension says why, once, without a source line
+    print(f"cjk-tokenizer: warning: {message}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            code = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
     except BrokenPipeError:

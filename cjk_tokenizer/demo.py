@@ -75,10 +75,14 @@ def _ms(seconds: float) -> str:
 
 
 def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
+    from . import _native
     from .archive import Archive
+    from .errors import ExtensionError
 
     if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
         raise ValueError(f"scale must be an integer of at least 1 (1 = the bundled sessions alone), not {scale!r}")
+    if not _native.available():  # the demo shows the extension at work: say why it cannot, before building
+        raise ExtensionError(_native.missing_reason())
     out = out or print
     tmp = None
     if keep:

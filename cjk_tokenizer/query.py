@@ -359,7 +359,7 @@ def _make(cls, items):
     return cls(tuple(flat))
 
 
-def parse(query, *, fold_variants: bool = False) -> Node:
+def parse(query: str, *, fold_variants: bool = False) -> Node:
     """Parse ``query`` into an AST.  Raises QueryError when nothing is searchable.
 
     ``fold_variants``: the archive folds Han variants (its terms then do too).

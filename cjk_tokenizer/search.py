@@ -60,6 +60,7 @@ import json
 import threading
 import weakref
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
@@ -324,9 +325,10 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
                None if score is None else -float(score))
 
 
-def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
-               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS,
-               fold_variants=False) -> list[Hit]:
+def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
+               roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
+               before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
+               snippet_chars: int = SNIPPET_CHARS, fold_variants: bool = False) -> list[Hit]:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring.
 
     ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``).
@@ -356,7 +358,8 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     return [_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows]
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None, fold_variants=False) -> dict:
+def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,
+            route: str | None = None, fold_variants: bool = False) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
     node = parse(query, fold_variants=fold_variants)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route)

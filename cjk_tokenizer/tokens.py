@@ -7,6 +7,7 @@ flag), so what you see is exactly what the index stores.
 from __future__ import annotations
 
 import threading
+from typing import Iterable
 
 from . import _native
 from .errors import ExtensionError
@@ -42,7 +43,8 @@ def _last_char_start(data: bytes, start: int, end: int, token: str, variants: bo
     return start
 
 
-def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, int, bool]]:
+def tokenize(text: str | bytes, *, mode: str = "document",
+             args: Iterable[str] = ()) -> list[tuple[str, int, int, bool]]:
     """Tokenize ``text`` (str or UTF-8 bytes) as ``cjk_unicode61 <args>`` would.
 
     ``mode`` is "document", "query", "prefix" or "aux".  Returns a list of

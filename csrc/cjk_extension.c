@@ -1,6 +1,7 @@
 /*
 ** cjk_extension.c — the SQLite entry point: registers the cjk_unicode61
-** tokenizer and the cjk_match auxiliary function with one connection's FTS5.
+** tokenizer and the cjk_match auxiliary function with one connection's FTS5,
+** and the cjk_version table (cjk_version.c) with the connection.
 **
 ** No scalar SQL functions: reaching their user data needs the host's
 ** sqlite3_user_data(), which only a process-global API pointer could supply,
@@ -22,6 +23,7 @@
 #include "cjk_aux.h"
 #include "cjk_host.h"
 #include "cjk_tokenizer.h"
+#include "cjk_version.h"
 
 #if defined(_WIN32)
 #define CJK_EXPORT __declspec(dllexport)
@@ -71,6 +73,8 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   COPY_SLOT(value_int);
   COPY_SLOT(value_text);
   COPY_SLOT(value_type);
+  COPY_SLOT(create_module_v2);
+  COPY_SLOT(declare_vtab);
 }
 
 /* Return the connection's fts5_api, or NULL if FTS5 is not compiled in. */
@@ -141,5 +145,5 @@ CJK_EXPORT int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
     if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering cjk_match failed (%d)", rc);
     return rc;
   }
-  return SQLITE_OK;
+  return cjk_version_register(db, &host, pzErrMsg);
 }

@@ -8,13 +8,16 @@
 #      tests run from outside the checkout so the installed package is used
 #   4. the whole suite again against an ASan/UBSan build of the extension
 #   5. the libFuzzer harness for a bounded time
+#   6. release: sdist -> wheel from the sdist -> auditwheel show -> that wheel installed
+#      into fresh venvs of $PYTHON and Debian's python3 -> the whole suite against the
+#      installed package, from a copy of tests/ outside the checkout -> .load in sqlite3
 # (The benchmark smoke runs are part of the suite: tests/test_bench_smoke.py.)
-# Stages can be picked: tests/run_all.sh [main] [debian] [plugins] [asan] [fuzz]
+# Stages can be picked: tests/run_all.sh [main] [debian] [plugins] [asan] [fuzz] [release]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${PYTHON:-python3}
-STAGES=${*:-main debian plugins asan fuzz}
+STAGES=${*:-main debian plugins asan fuzz release}
 FUZZ_SECONDS=${FUZZ_SECONDS:-120}
 export CJK_REQUIRE_ALL_HOSTS=${CJK_REQUIRE_ALL_HOSTS:-1}
 
@@ -38,7 +41,7 @@ apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 echo "== setup: $PY -m pip install -e .[test,bench]"
 # The ASan stage runs python/setup_build.py directly, outside pip's isolated
 # build environment, so this Python needs the build requirements too.
-"$PY" -m pip install -q --disable-pip-version-check "setuptools>=77,<85" "cffi>=1.15" wheel
+"$PY" -m pip install -q --disable-pip-version-check "setuptools>=77" "cffi>=1.15"
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test,bench]"
 
 if have_stage main; then
@@ -87,13 +90,45 @@ fi
 if have_stage fuzz; then
   echo "== stage fuzz: libFuzzer harness for ${FUZZ_SECONDS}s"
   FUZZ_BIN=$(mktemp /tmp/cjk-fuzz.XXXXXX)
-  clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc \
-    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_extension.c \
+  clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc -DCJK_VERSION='"fuzz"' \
+    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c \
+    csrc/cjk_extension.c csrc/cjk_version.c \
     -lsqlite3 -o "$FUZZ_BIN"
   CORPUS=$(mktemp -d /tmp/cjk-fuzz-corpus.XXXXXX)
   cp csrc/fuzz/seeds/* "$CORPUS"/
   "$FUZZ_BIN" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$CORPUS" 2>&1 | tail -n 12
   rm -rf "$CORPUS" "$FUZZ_BIN"
+fi
+
+if have_stage release; then
+  echo "== stage release: sdist -> wheel from the sdist -> auditwheel -> installed wheel tested in fresh venvs"
+  REL=$(mktemp -d /tmp/cjk-release.XXXXXX)
+  # python -m build makes the sdist, then the wheel from that sdist alone (isolated: newest setuptools).
+  "$PY" -m build --outdir "$REL/dist" . >"$REL/build.log" 2>&1 || { tail -n 40 "$REL/build.log"; exit 1; }
+  WHEEL=$(ls "$REL"/dist/*.whl)
+  "$PY" -m auditwheel show "$WHEEL" | tee "$REL/show.txt"
+  tr -s ' \n' ' ' <"$REL/show.txt" | grep -q "is consistent with the following platform tag: \"manylinux_"
+  if grep -q libsqlite3 "$REL/show.txt"; then echo "run_all: the wheel links libsqlite3" >&2; exit 1; fi
+  # The suite runs from a copy holding no package: tests/ plus the repo files some tests read.
+  mkdir "$REL/tree"
+  git ls-files -z tests bench csrc README.md | xargs -0 cp --parents -t "$REL/tree"
+  for HOST_PY in "$PY" /usr/bin/python3; do
+    VENV=$(mktemp -d "$REL/venv.XXXXXX")
+    "$HOST_PY" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL[test,bench]"
+    FROM=$(cd "$REL/tree" && env -u PYTHONPATH "$VENV/bin/python" -c 'import cjk_tokenizer; print(cjk_tokenizer.__file__)')
+    [[ $FROM == "$VENV"/* ]] || { echo "run_all: the tests would import $FROM, not the installed wheel" >&2; exit 1; }
+    REQUIRE_STDLIB=$("$VENV/bin/python" -c 'import sqlite3; print("1" if hasattr(sqlite3.Connection, "enable_load_extension") else "")')
+    echo "   $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])'): pytest on the installed wheel ($FROM)"
+    (cd "$REL/tree" && env -u PYTHONPATH CJK_REQUIRE_STDLIB_LOAD=$REQUIRE_STDLIB \
+      "$VENV/bin/python" -m pytest -q -ra -p no:cacheprovider tests)
+    LIB=$(cd "$REL/tree" && "$VENV/bin/cjk-tokenizer" path)
+    ANSWER=$(sqlite3 :memory: ".load $LIB" "SELECT version FROM cjk_version")
+    VERSION=$(cd "$REL/tree" && "$VENV/bin/cjk-tokenizer" --version)
+    [[ "cjk-tokenizer $ANSWER" == "$VERSION" ]] || { echo "run_all: sqlite3 .load $LIB says $ANSWER; $VERSION" >&2; exit 1; }
+    echo "   sqlite3 shell: .load $LIB -> version $ANSWER, as \`cjk-tokenizer --version\` says"
+  done
+  rm -rf "$REL"
 fi
 
 echo "== all stages passed: $STAGES"

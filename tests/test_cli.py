@@ -6,11 +6,13 @@ import sys
 
 import pytest
 
+import cjk_tokenizer
 from cjk_tokenizer import loadable_path
 from cjk_tokenizer.archive import Archive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(ROOT, "cjk_tokenizer", "data", "sample_archive.jsonl")
+# the package under test's copy (the installed one when the tests run from outside the checkout)
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(cjk_tokenizer.__file__)), "data", "sample_archive.jsonl")
 COMMANDS = ["path", "tokenize", "search", "import", "explain", "doctor", "rebuild", "demo"]
 
 
