@@ -41,7 +41,6 @@ Decisions callers rely on:
 """
 from __future__ import annotations
 
-import json
 import threading
 import uuid
 import warnings
@@ -84,11 +83,15 @@ _SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_ac
 
 
 def _maybe_json(value):
-    """Parse JSON text written by the archive; anything else comes back as stored."""
+    """Parse JSON text written by the archive; anything else comes back as stored.
+
+    A row written by another tool may hold JSON no archive write accepts (too
+    deep to parse, NaN, huge): that text too comes back as stored, so one
+    record never breaks a read."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except ValueError:
+            return records.load_json(value)
+        except InputError:
             pass
     return value
 
@@ -203,6 +206,11 @@ class Archive:
             raise ArchiveError(
                 f"{self.path} has schema version {version}; this cjk_tokenizer reads version {SCHEMA_VERSION}"
             )
+        else:
+            for (route,) in conn.execute("SELECT route FROM index_state"):
+                if route not in FTS_INDEXES:
+                    raise ArchiveError(f"{self.path}: index_state names an unknown index {route!r} "
+                                       f"(known: {', '.join(FTS_INDEXES)})")
 
     def _open_schema(self, indexes) -> None:
         conn = self._conn

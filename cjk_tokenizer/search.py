@@ -132,11 +132,14 @@ def _aux_available(conn, state) -> bool:
 def _time(name: str, value):
     if value is None:
         return None
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    if not isinstance(value, _dt.datetime) and (
+            isinstance(value, bool) or not isinstance(value, (int, float))
+            or (isinstance(value, float) and math.isnan(value))):
         raise QueryError(f"{name} must be a unix timestamp (int or float) or a datetime, not {value!r}")
-    return float(value)
+    try:
+        return value.timestamp() if isinstance(value, _dt.datetime) else float(value)
+    except (OverflowError, ValueError, OSError) as exc:  # 10**400, datetime(1, 1, 1) in local time
+        raise QueryError(f"{name} is out of range: {value!r:.60} ({exc})") from None
 
 
 def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
@@ -144,7 +147,7 @@ def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
     if roles is not None:
         if isinstance(roles, str):
             roles = [roles]
-        roles = list(roles)
+        roles = list(roles) if isinstance(roles, (list, tuple, set, frozenset)) else [roles]
         if not roles or not all(isinstance(r, str) for r in roles):
             raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
         sql.append(f"m.role IN ({', '.join('?' * len(roles))})")

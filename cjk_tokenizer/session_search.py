@@ -294,7 +294,7 @@ def _match_focus(text: str | None, snippet: str) -> int | None:
 def _int(name: str, value, allow_digits: bool = False):
     if value is None:
         return None
-    if allow_digits and isinstance(value, str) and value.strip().isdigit():
+    if allow_digits and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
