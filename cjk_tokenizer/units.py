@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -221,8 +222,44 @@ def _fold_map(raw: str) -> list[int]:
 
 
 _CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
+# Characters the cache may hold in all: an analysis costs a few dozen bytes per
+# character (two copies of the text, its tokens), so this bounds the cache to
+# tens of megabytes however many texts pass through a long-running process.
+CACHE_CHARS = 1 << 20
 
 
+class _SizedCache:
+    """Least-recently-used analyses, bounded by their texts' total length."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[str, Analysis] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Analysis:
+        with self._lock:
+            an = self._entries.get(text)
+            if an is not None:
+                self._entries.move_to_end(text)
+                return an
+        an = Analysis(text)  # outside the lock: threads analyze in parallel
+        with self._lock:
+            if text not in self._entries:
+                self._entries[text] = an
+                self.size += len(text)
+                while self.size > self.budget and self._entries:
+                    old, _ = self._entries.popitem(last=False)
+                    self.size -= len(old)
+        return an
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.size = 0
+
+
+_cache = _SizedCache(CACHE_CHARS)
 _last_big: tuple = ("", None)
 
 
@@ -232,17 +269,12 @@ def analyze(text: str | None) -> Analysis:
     global _last_big
     text = text or ""
     if len(text) <= _CACHE_LIMIT:
-        return _analyze_cached(text)
+        return _cache.get(text)
     cached_text, an = _last_big
     if an is None or not (cached_text is text or cached_text == text):
         an = Analysis(text)
         _last_big = (text, an)
     return an
-
-
-@lru_cache(maxsize=256)
-def _analyze_cached(text: str) -> Analysis:
-    return Analysis(text)
 
 
 def query_units(text: str) -> tuple[Unit, ...]:
