@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
 from .errors import QueryError
-from .evaluate import first_match, matched_terms, sql_term_match
+from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES
@@ -305,17 +305,19 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars)
-    if not ids:
-        return []
-    rows = {}
-    marks = ", ".join("?" * len(ids))
-    for row in conn.execute(
-        f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})", ids
-    ):
-        rows[row[0]] = row
-    aux = _parse_aux(raw_aux) if raw_aux else {}
-    return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
+    with checking(node):  # a big row is read once for all the query's terms
+        ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars)
+        if not ids:
+            return []
+        rows = {}
+        marks = ", ".join("?" * len(ids))
+        for row in conn.execute(
+            f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})",
+            ids
+        ):
+            rows[row[0]] = row
+        aux = _parse_aux(raw_aux) if raw_aux else {}
+        return [_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows]
 
 
 def explain(query, live_indexes, *, include_reasoning=False, route=None) -> dict:

@@ -260,21 +260,46 @@ class _SizedCache:
 
 
 _cache = _SizedCache(CACHE_CHARS)
-_last_big: tuple = ("", None)
 
 
 def analyze(text: str | None) -> Analysis:
-    """The units of a column text.  Cached: a row is analyzed for every term of
-    a query, for matched_in and for its snippet; big texts keep one entry."""
-    global _last_big
+    """The units of a column text.  Cached when it is at most _CACHE_LIMIT
+    characters: a row is analyzed for every term of a query, for matched_in
+    and for its snippet.  Bigger texts are read in pieces (``pieces``)."""
     text = text or ""
     if len(text) <= _CACHE_LIMIT:
         return _cache.get(text)
-    cached_text, an = _last_big
-    if an is None or not (cached_text is text or cached_text == text):
-        an = Analysis(text)
-        _last_big = (text, an)
-    return an
+    return Analysis(text)
+
+
+# Where a big text may be cut into pieces analyzed one by one: after a
+# character that separates units in every reading (unicode61's and the CJK
+# runs') and that folding never merges with what follows.  ASCII whitespace
+# and punctuation, CJK punctuation and their full-width forms.
+PIECE_CHARS = 1 << 16
+_SEPARATOR = r"[\s!-/:-@\[-`{-~\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20]"
+_NEXT_CUT = re.compile(_SEPARATOR)
+_LAST_CUT = re.compile(r"(?s).*" + _SEPARATOR)
+
+
+def pieces(text: str, size: int | None = None):
+    """``(offset, piece)`` for consecutive pieces of ``text`` of about ``size``
+    characters, each cut after a separator (see _SEPARATOR), so every unit of
+    the text lies inside one piece and each piece folds and tokenizes as it
+    does within the text.  A stretch with no separator stays whole."""
+    size = size or PIECE_CHARS
+    base, n = 0, len(text)
+    while base < n:
+        cut = n
+        if n - base > size:
+            half = base + size // 2
+            m = _LAST_CUT.match(text, half, base + size)  # the last separator in the window's second half
+            if m is None:
+                m = _NEXT_CUT.search(text, base + size)
+            if m is not None:
+                cut = m.end()
+        yield base, text[base:cut]
+        base = cut
 
 
 def query_units(text: str) -> tuple[Unit, ...]:
