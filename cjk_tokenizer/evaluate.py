@@ -13,7 +13,7 @@ from typing import Iterator, Sequence
 
 from . import _native
 from .query import And, Not, Or, Term, positive_terms, term_from_key, terms as all_terms
-from .units import _CACHE_LIMIT, CJK, WORD, Analysis, _fold_map, analyze, clean, pieces
+from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces
 
 
 def _unit_span(q, d, j: int, k: int, prefix: bool, start: int, end: int):
@@ -86,7 +86,6 @@ def _scan_big(terms, text: str, found: dict) -> None:
     carries: dict = {t: [] for t in pending}
     for base, piece in pieces(text):
         an = Analysis(piece)
-        cur = list(zip(an.units, an.starts, an.ends)) if any(len(t.units) > 1 for t in pending) else []
         cmap = None
 
         def raw_entry(entry):
@@ -107,8 +106,11 @@ def _scan_big(terms, text: str, found: dict) -> None:
                 if sp is not None:
                     ra, rb = an.raw_span(*sp)
                     sp = (base + ra, base + rb)
+            elif not _may_end_in(t, an):  # no match ends here: only the carry moves on
+                sp = None
+                carries[t] = [raw_entry(e) for e in (carries[t] + _tail_units(an, k - 1))[-(k - 1):]]
             else:
-                seq, sp = carries[t] + cur, None
+                seq, sp = carries[t] + list(zip(an.units, an.starts, an.ends)), None
                 q0 = t.units[0]
                 for i in range(len(seq) - k + 1):
                     d = seq[i][0]
@@ -126,6 +128,24 @@ def _scan_big(terms, text: str, found: dict) -> None:
             return
     for t in pending:
         found[t] = None
+
+
+def _may_end_in(term: Term, an: Analysis) -> bool:
+    """Could a match of ``term`` end in this piece?  (Its last unit is there.)"""
+    last = term.units[-1]
+    if last.kind == CJK:
+        return last.text in an.folded
+    if term.prefix:
+        return any(w.startswith(last.text) for w in an.words)
+    return last.text in an.words
+
+
+def _tail_units(an: Analysis, m: int) -> list:
+    """The last ``m`` units of a piece as (unit, start, end), without building them all."""
+    f = an.folded
+    tail = [(a, b, None) for a, b in an.runs[-m:]] + an.tokens[-m:]
+    tail.sort(key=lambda e: e[0])
+    return [(Unit(CJK, f[a:b], f[a:b]) if t is None else Unit(WORD, t, f[a:b]), a, b) for a, b, t in tail[-m:]]
 
 
 def _raw_match(term: Term, entries: list) -> tuple[int, int]:
