@@ -19,9 +19,11 @@ Decisions callers rely on:
   raises :class:`InputError` and writes nothing of that call.
 * ``extension=True`` loads cjk_unicode61 if this host can; if it cannot (or
   with ``extension=False``) the archive works exactly as on such a host: the
-  cjk index, if the archive has one, goes stale and is not served, writes go
-  on, and the index catches up incrementally once the extension is back
-  (``auto_catch_up`` at open when the backlog is small, else ``catch_up()``).
+  cjk index, if the archive has one, is not served here; it stays live for
+  other processes until this one first writes a message, when it goes stale
+  (its triggers would need the tokenizer); writes go on, and the index
+  catches up incrementally once the extension is back (``auto_catch_up`` at
+  open when the backlog is small, else ``catch_up()``).
 * ``fold_variants=True`` creates an archive whose cjk index (and every
   route without it) folds Han variants: Traditional and Simplified spellings
   of a character compare equal (項目 = 项目; see the README for what that costs
@@ -47,7 +49,6 @@ Decisions callers rely on:
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import uuid
@@ -97,11 +98,15 @@ _SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_ac
 
 
 def _maybe_json(value):
-    """Parse JSON text written by the archive; anything else comes back as stored."""
+    """Parse JSON text written by the archive; anything else comes back as stored.
+
+    A row written by another tool may hold JSON no archive write accepts (too
+    deep to parse, NaN, huge): that text too comes back as stored, so one
+    record never breaks a read."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except ValueError:
+            return records.load_json(value)
+        except InputError:
             pass
     return value
 
@@ -259,7 +264,10 @@ class Archive:
             if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
                 raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the setting "
                                    f"is fixed when an archive is created (open it with fold_variants=None)")
-            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix)
+            # A live index this host cannot tokenize stays live while we only
+            # read (others keep being served by it); _write demotes it.
+            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix,
+                               demote=False)
             if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
                 self.catch_up()
         except BaseException:
@@ -309,6 +317,11 @@ class Archive:
             raise ArchiveError(
                 f"{self.path} has schema version {version}; this cjk_tokenizer reads version {SCHEMA_VERSION}"
             )
+        else:
+            for (route,) in conn.execute("SELECT route FROM index_state"):
+                if route not in FTS_INDEXES:
+                    raise ArchiveError(f"{self.path}: index_state names an unknown index {route!r} "
+                                       f"(known: {', '.join(FTS_INDEXES)})")
 
     def _open_schema(self, indexes) -> None:
         conn = self._conn
@@ -378,11 +391,12 @@ class Archive:
     def _write(self, work):
         """Run ``work()`` in one write transaction and return its result.
 
-        On a host without the extension, a writer elsewhere may finish a
-        catch-up and install live triggers into the cjk table while this
-        archive is open; our next write then fails to compile them ("no such
-        tokenizer").  Nothing was written (the transaction rolled back), so we
-        switch the index back to stale and run the work once more.
+        On a host without the extension, the cjk index may be live: left so
+        at open (reading needs no change), or made so meanwhile by a catch-up
+        elsewhere.  A write then fails to compile its triggers ("no such
+        tokenizer") and nothing is written (the transaction rolled back), so
+        we switch the index to stale and run the work once more.  Only
+        writers demote: a process that merely reads leaves it served.
         """
         with self._lock:
             try:
@@ -769,6 +783,22 @@ class Archive:
             empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
             indexing.create_index(self._conn, route, extension_loaded=self.extension_loaded, empty_table=empty,
                                   prefix=self._cjk_prefix)
+
+    def pause_index(self, route: str = "cjk") -> bool:
+        """Mark a live index stale so writers without its tokenizer can write.
+
+        A connection that lacks the tokenizer (the sqlite3 shell or stdlib
+        sqlite3 without the extension loaded) cannot write messages while the
+        index is live: its triggers fail with "no such tokenizer".  Paused,
+        the index records changes instead and is not served; ``catch_up()``
+        (or auto_catch_up when an archive with the extension opens) resumes
+        it.  Returns False if it was not live.  Works with or without the
+        extension here.
+        """
+        with self._lock:
+            if route not in indexing.states(self._conn):
+                raise ArchiveError(f"the archive has no {route!r} index")
+            return indexing.pause(self._conn, route)
 
     def drop_index(self, route: str) -> None:
         """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""

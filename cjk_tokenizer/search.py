@@ -65,7 +65,7 @@ from typing import Any, Iterable
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
 from .errors import QueryError, TimeValueError
-from .evaluate import first_match, matched_terms, sql_term_match
+from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, ROLES, SESSIONS
@@ -157,7 +157,7 @@ def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
     if roles is not None:
         if isinstance(roles, str):
             roles = [roles]
-        roles = list(roles)
+        roles = list(roles) if isinstance(roles, (list, tuple, set, frozenset)) else [roles]
         if not roles or not all(isinstance(r, str) for r in roles):
             raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
         unknown = [r for r in roles if r not in ROLES]
@@ -342,20 +342,21 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
     scores: dict = {}
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
-                     scores=scores)
-    if not ids:
-        return []
-    rows = {}
-    marks = ", ".join("?" * len(ids))
-    cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
-    for row in conn.execute(
-        f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title, {cols} FROM {MESSAGES} m "
-        f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids
-    ):
-        rows[row[0]] = row
-    aux = _parse_aux(raw_aux) if raw_aux else {}
-    return [_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows]
+    with checking(node):  # a big row is read once for all the query's terms
+        ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
+                         scores=scores)
+        if not ids:
+            return []
+        rows = {}
+        marks = ", ".join("?" * len(ids))
+        cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
+        for row in conn.execute(
+            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title, {cols} FROM {MESSAGES} m "
+            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids
+        ):
+            rows[row[0]] = row
+        aux = _parse_aux(raw_aux) if raw_aux else {}
+        return [_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows]
 
 
 def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,

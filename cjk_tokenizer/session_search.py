@@ -304,7 +304,7 @@ def _match_focus(message: dict, column: str | None, hit) -> int | None:
 def _int(name: str, value, allow_digits: bool = False):
     if value is None:
         return None
-    if allow_digits and isinstance(value, str) and value.strip().isdigit():
+    if allow_digits and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():

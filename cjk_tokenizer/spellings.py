@@ -81,16 +81,20 @@ def all_stable(text: str, variants: bool = False) -> bool:
     return all(is_stable(c, variants) for c in text)
 
 
-def count(text: str, variants: bool = False) -> int:
+def count(text: str, variants: bool = False, cap: int | None = None) -> int:
+    """How many raw spellings folded ``text`` has; with ``cap``, any number
+    above ``cap`` once the count passes it (the product only grows)."""
     n = 1
     for c in text:
         n *= len(preimages(c, variants))
+        if cap is not None and n > cap:
+            return n
     return n
 
 
 def spellings(text: str, cap: int, variants: bool = False) -> list[str] | None:
     """All raw spellings of folded ``text``, or None if there are more than ``cap``."""
-    if count(text, variants) > cap:
+    if count(text, variants, cap) > cap:
         return None
     return ["".join(p) for p in itertools.product(*(preimages(c, variants) for c in text))]
 
@@ -98,15 +102,29 @@ def spellings(text: str, cap: int, variants: bool = False) -> list[str] | None:
 def best_window(text: str, min_len: int, cap: int, variants: bool = False) -> tuple[str, list[str]] | None:
     """The longest substring of ``text`` (at least ``min_len`` characters) whose
     spellings number at most ``cap``, with those spellings; ties go to the
-    fewest spellings.  None if there is none."""
-    n = len(text)
-    for size in range(n, min_len - 1, -1):
-        best = None
-        for i in range(0, n - size + 1):
-            window = text[i : i + size]
-            k = count(window, variants)
-            if k <= cap and (best is None or k < best[0]):
-                best = (k, window)
-        if best is not None:
-            return best[1], spellings(best[1], cap, variants)
-    return None
+    fewest spellings, then to the earliest.  None if there is none.
+
+    Linear in ``len(text)``: every character has at least one spelling, so a
+    window's count only grows as it widens, and one sliding pass finds the
+    longest window within ``cap``; a second pass scores the windows of that
+    length.  Counts in a window stay at most ``cap`` times one character's.
+    """
+    ks = [len(preimages(c, variants)) for c in text]
+    best_len, lo, prod = 0, 0, 1
+    for hi, k in enumerate(ks):
+        prod *= k
+        while prod > cap and lo <= hi:
+            prod //= ks[lo]
+            lo += 1
+        best_len = max(best_len, hi + 1 - lo)
+    if best_len < max(min_len, 1):
+        return None
+    best, prod = None, 1
+    for hi, k in enumerate(ks):
+        prod *= k
+        if hi >= best_len:
+            prod //= ks[hi - best_len]
+        if hi + 1 >= best_len and prod <= cap and (best is None or prod < best[0]):
+            best = (prod, hi + 1 - best_len)
+    window = text[best[1]: best[1] + best_len]
+    return window, spellings(window, cap, variants)

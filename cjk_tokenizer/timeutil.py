@@ -24,7 +24,6 @@ are refused instead of stored or compared.
 from __future__ import annotations
 
 import datetime as _dt
-import math
 import re
 
 from .errors import TimeValueError

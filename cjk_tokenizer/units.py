@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -225,29 +226,86 @@ def _fold_map(raw: str) -> list[int]:
 
 
 _CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
+# Characters the cache may hold in all: an analysis costs a few dozen bytes per
+# character (two copies of the text, its tokens), so this bounds the cache to
+# tens of megabytes however many texts pass through a long-running process.
+CACHE_CHARS = 1 << 20
 
 
-_last_big: tuple = ("", False, None)
+class _SizedCache:
+    """Least-recently-used analyses, bounded by their texts' total length."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[tuple[str, bool], Analysis] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str, variants: bool) -> Analysis:
+        key = (text, variants)
+        with self._lock:
+            an = self._entries.get(key)
+            if an is not None:
+                self._entries.move_to_end(key)
+                return an
+        an = Analysis(text, variants)  # outside the lock: threads analyze in parallel
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = an
+                self.size += len(text)
+                while self.size > self.budget and self._entries:
+                    (old, _), _ = self._entries.popitem(last=False)
+                    self.size -= len(old)
+        return an
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.size = 0
+
+
+_cache = _SizedCache(CACHE_CHARS)
 
 
 def analyze(text: str | None, variants: bool = False) -> Analysis:
-    """The units of a column text.  Cached: a row is analyzed for every term of
-    a query, for matched_in and for its snippet; big texts keep one entry."""
-    global _last_big
+    """The units of a column text.  Cached when it is at most _CACHE_LIMIT
+    characters: a row is analyzed for every term of a query, for matched_in
+    and for its snippet.  Bigger texts are read in pieces (``pieces``)."""
     text = text or ""
     variants = bool(variants)
     if len(text) <= _CACHE_LIMIT:
-        return _analyze_cached(text, variants)
-    cached_text, cached_variants, an = _last_big
-    if an is None or cached_variants != variants or not (cached_text is text or cached_text == text):
-        an = Analysis(text, variants)
-        _last_big = (text, variants, an)
-    return an
-
-
-@lru_cache(maxsize=256)
-def _analyze_cached(text: str, variants: bool) -> Analysis:
+        return _cache.get(text, variants)
     return Analysis(text, variants)
+
+
+# Where a big text may be cut into pieces analyzed one by one: after a
+# character that separates units in every reading (unicode61's and the CJK
+# runs') and that folding never merges with what follows.  ASCII whitespace
+# and punctuation, CJK punctuation and their full-width forms.
+PIECE_CHARS = 1 << 16
+_SEPARATOR = r"[\s!-/:-@\[-`{-~\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20]"
+_NEXT_CUT = re.compile(_SEPARATOR)
+_LAST_CUT = re.compile(r"(?s).*" + _SEPARATOR)
+
+
+def pieces(text: str, size: int | None = None):
+    """``(offset, piece)`` for consecutive pieces of ``text`` of about ``size``
+    characters, each cut after a separator (see _SEPARATOR), so every unit of
+    the text lies inside one piece and each piece folds and tokenizes as it
+    does within the text.  A stretch with no separator stays whole."""
+    size = size or PIECE_CHARS
+    base, n = 0, len(text)
+    while base < n:
+        cut = n
+        if n - base > size:
+            half = base + size // 2
+            m = _LAST_CUT.match(text, half, base + size)  # the last separator in the window's second half
+            if m is None:
+                m = _NEXT_CUT.search(text, base + size)
+            if m is not None:
+                cut = m.end()
+        yield base, text[base:cut]
+        base = cut
 
 
 def query_units(text: str, variants: bool = False) -> tuple[Unit, ...]:
