@@ -4,7 +4,7 @@
 #   2. the stdlib-sqlite3 host: Debian's python3 (SQLite 3.40, fts5 API v2) in a
 #      venv, loading into stdlib sqlite3 and APSW in one process
 #   3. the whole suite again against an ASan/UBSan build of the extension
-#   4. the libFuzzer harness for a bounded time
+#   4. the libFuzzer harness for a bounded time, on both FTS5 host paths
 # (The benchmark smoke runs are part of the suite: tests/test_bench_smoke.py.)
 # Stages can be picked: tests/run_all.sh [main] [debian] [asan] [fuzz]
 set -euo pipefail
@@ -68,15 +68,37 @@ if have_stage asan; then
 fi
 
 if have_stage fuzz; then
-  echo "== stage fuzz: libFuzzer harness for ${FUZZ_SECONDS}s"
-  FUZZ_BIN=$(mktemp /tmp/cjk-fuzz.XXXXXX)
-  clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc \
-    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_extension.c \
-    -lsqlite3 -o "$FUZZ_BIN"
-  CORPUS=$(mktemp -d /tmp/cjk-fuzz-corpus.XXXXXX)
-  cp csrc/fuzz/seeds/* "$CORPUS"/
-  "$FUZZ_BIN" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$CORPUS" 2>&1 | tail -n 12
-  rm -rf "$CORPUS" "$FUZZ_BIN"
+  # Both FTS5 host paths, each for half the time: the system SQLite (fts5_api
+  # version 2) and a current amalgamation (version 3: xCreateTokenizer_v2,
+  # fts5_tokenizer_v2, locales), which the npm package better-sqlite3 ships.
+  echo "== stage fuzz: libFuzzer harness, ${FUZZ_SECONDS}s split over the fts5 v2 and v3 hosts"
+  command -v npm >/dev/null || apt_install npm
+  FUZZ_DIR=$(mktemp -d /tmp/cjk-fuzz.XXXXXX)
+  (cd "$FUZZ_DIR" && npm pack --silent better-sqlite3@12 >/dev/null && \
+   tar -xzf better-sqlite3-*.tgz package/deps/sqlite3/sqlite3.c)
+  echo "   amalgamation: SQLite $(grep -m1 -o 'SQLITE_VERSION  *"[0-9.]*"' "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c")"
+  # SQLite itself gets ASan but no coverage feedback: the fuzzer steers by our code.
+  clang -O1 -fsanitize=address -DSQLITE_ENABLE_FTS5 -DSQLITE_THREADSAFE=0 \
+    -c "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" -o "$FUZZ_DIR/sqlite3.o"
+  FUZZ_SRC=(csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_extension.c)
+  FUZZ_CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc)
+  clang "${FUZZ_CFLAGS[@]}" "${FUZZ_SRC[@]}" -lsqlite3 -o "$FUZZ_DIR/fuzz_v2"
+  clang "${FUZZ_CFLAGS[@]}" "${FUZZ_SRC[@]}" "$FUZZ_DIR/sqlite3.o" -lm -o "$FUZZ_DIR/fuzz_v3"
+  for host in v2 v3; do
+    # start from the committed corpus (minimized with -merge=1), so a short run starts deep
+    mkdir "$FUZZ_DIR/corpus_$host"
+    cp csrc/fuzz/seeds/* csrc/fuzz/corpus/* "$FUZZ_DIR/corpus_$host"/
+    echo "   fts5 $host host:"
+    if ! "$FUZZ_DIR/fuzz_$host" -max_total_time=$((FUZZ_SECONDS / 2)) -max_len=2048 -timeout=10 \
+         -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$ROOT/fuzz-$host-" \
+         "$FUZZ_DIR/corpus_$host" >"$FUZZ_DIR/log_$host" 2>&1; then
+      tail -n 80 "$FUZZ_DIR/log_$host"
+      echo "run_all: the fuzzer failed on the $host host; the input is saved as $ROOT/fuzz-$host-*" >&2
+      exit 1
+    fi
+    tail -n 6 "$FUZZ_DIR/log_$host"
+  done
+  rm -rf "$FUZZ_DIR"
 fi
 
 echo "== all stages passed: $STAGES"

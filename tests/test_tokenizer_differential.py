@@ -394,3 +394,20 @@ def test_fullwidth_ascii_tokenizes_as_ascii_with_original_offsets(run_tokenizer,
             for s, e, *toks in run_tokenizer("unicode61", args, text.encode("utf-8"))]
     for flags in MODES:
         assert run_tokenizer("cjk_unicode61", args, data, flags) == want, wide
+
+
+@pytest.mark.parametrize("args", [[], ["tokenchars", "-"], ["categories", "L* N* Co P*"]], ids=repr)
+def test_long_fullwidth_segment_matches_unicode61_on_the_folded_text(run_tokenizer, args):
+    # Folded text goes to unicode61 a piece at a time: tokens that straddle a
+    # piece boundary, and a token longer than a piece, come out whole.
+    text = ("ab-cd " * 20000 + "x" * 150000 + " " + "e-f, " * 30000 + "tail")
+    mask = [i % 3 == 0 for i in range(len(text))]
+    wide = _widen(text, mask)
+    data = wide.encode("utf-8")
+    assert len(data) > 4 * 65536 and "\n" not in text
+    at = [0]
+    for ch in wide:
+        at.append(at[-1] + len(ch.encode("utf-8")))
+    want = [(at[s], at[e], *toks) for s, e, *toks in run_tokenizer("unicode61", args, text.encode())]
+    for flags in (apsw.FTS5_TOKENIZE_DOCUMENT, apsw.FTS5_TOKENIZE_QUERY):
+        assert run_tokenizer("cjk_unicode61", args, data, flags) == want
