@@ -76,7 +76,8 @@ if have_stage fuzz; then
   FUZZ_DIR=$(mktemp -d /tmp/cjk-fuzz.XXXXXX)
   (cd "$FUZZ_DIR" && npm pack --silent better-sqlite3@12 >/dev/null && \
    tar -xzf better-sqlite3-*.tgz package/deps/sqlite3/sqlite3.c)
-  echo "   amalgamation: SQLite $(grep -m1 -o 'SQLITE_VERSION  *"[0-9.]*"' "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c")"
+  echo "   amalgamation: SQLite $(sed -n 's/^#define SQLITE_VERSION  *"\([0-9.]*\)".*/\1/p' \
+    "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" | head -n 1)"
   # SQLite itself gets ASan but no coverage feedback: the fuzzer steers by our code.
   clang -O1 -fsanitize=address -DSQLITE_ENABLE_FTS5 -DSQLITE_THREADSAFE=0 \
     -c "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" -o "$FUZZ_DIR/sqlite3.o"
