@@ -55,6 +55,8 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   memset(pHost, 0, sizeof(*pHost));
   COPY_SLOT(libversion_number);
   COPY_SLOT(malloc);
+  COPY_SLOT(malloc64);
+  COPY_SLOT(realloc64);
   COPY_SLOT(free);
   COPY_SLOT(mprintf);
   COPY_SLOT(prepare_v2);
@@ -121,21 +123,7 @@ CJK_EXPORT int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
     }
     return SQLITE_ERROR;
   }
-  if (pFts5->iVersion >= 3) {
-    fts5_tokenizer_v2 tok;
-    memset(&tok, 0, sizeof(tok));
-    tok.iVersion = 2;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_tokenizer_tokenize;
-    rc = pFts5->xCreateTokenizer_v2(pFts5, CJK_TOKENIZER_NAME, (void *)pFts5, &tok, 0);
-  } else {
-    fts5_tokenizer tok;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_xTokenize_v1;
-    rc = pFts5->xCreateTokenizer(pFts5, CJK_TOKENIZER_NAME, (void *)pFts5, &tok, 0);
-  }
+  rc = cjk_tokenizer_register(pFts5, &host);
   if (rc != SQLITE_OK) {
     if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering the tokenizer failed (%d)", rc);
     return rc;

@@ -28,6 +28,7 @@ typedef struct sqlite3_value sqlite3_value;
 typedef struct sqlite3_api_routines sqlite3_api_routines; /* never dereferenced by type */
 typedef struct sqlite3_module sqlite3_module;             /* laid out in cjk_version.c */
 typedef long long sqlite3_int64;
+typedef unsigned long long sqlite3_uint64;
 
 #define SQLITE_OK 0
 #define SQLITE_ERROR 1
@@ -64,13 +65,17 @@ typedef long long sqlite3_int64;
 #define CJK_SLOT_create_module_v2 119
 #define CJK_SLOT_result_error_nomem 137
 #define CJK_SLOT_create_function_v2 162
+#define CJK_SLOT_malloc64 197 /* SQLite >= 3.8.7 */
+#define CJK_SLOT_realloc64 199
 #define CJK_SLOT_bind_pointer 219 /* SQLite >= 3.20.0 */
 
 /* The host routines one registration uses, copied out of the host's table. */
 typedef struct CjkHost {
   int (*libversion_number)(void);
   void *(*malloc)(int);
-  void (*free)(void *);
+  void *(*malloc64)(sqlite3_uint64); /* every allocation of ours goes through */
+  void *(*realloc64)(void *, sqlite3_uint64); /* these three, so the host's heap */
+  void (*free)(void *);                       /* limit and accounting apply */
   char *(*mprintf)(const char *, ...);
   int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
   int (*bind_pointer)(sqlite3_stmt *, int, void *, const char *, void (*)(void *));

@@ -7,7 +7,7 @@
 #      installed in a venv of Debian's python3 (entry points need an install),
 #      tests run from outside the checkout so the installed package is used
 #   4. the whole suite again against an ASan/UBSan build of the extension
-#   5. the libFuzzer harness for a bounded time
+#   5. the libFuzzer harness for a bounded time, on both FTS5 host paths
 #   6. release: sdist -> wheel from the sdist -> auditwheel show -> that wheel installed
 #      into fresh venvs of $PYTHON and Debian's python3 -> the whole suite against the
 #      installed package, from a copy of tests/ outside the checkout -> .load in sqlite3
@@ -88,16 +88,40 @@ if have_stage asan; then
 fi
 
 if have_stage fuzz; then
-  echo "== stage fuzz: libFuzzer harness for ${FUZZ_SECONDS}s"
-  FUZZ_BIN=$(mktemp /tmp/cjk-fuzz.XXXXXX)
-  clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc -DCJK_VERSION='"fuzz"' \
-    csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c \
-    csrc/cjk_extension.c csrc/cjk_version.c \
-    -lsqlite3 -o "$FUZZ_BIN"
-  CORPUS=$(mktemp -d /tmp/cjk-fuzz-corpus.XXXXXX)
-  cp csrc/fuzz/seeds/* "$CORPUS"/
-  "$FUZZ_BIN" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 "$CORPUS" 2>&1 | tail -n 12
-  rm -rf "$CORPUS" "$FUZZ_BIN"
+  # Both FTS5 host paths, each for half the time: the system SQLite (fts5_api
+  # version 2) and a current amalgamation (version 3: xCreateTokenizer_v2,
+  # fts5_tokenizer_v2, locales), which the npm package better-sqlite3 ships.
+  echo "== stage fuzz: libFuzzer harness, ${FUZZ_SECONDS}s split over the fts5 v2 and v3 hosts"
+  command -v npm >/dev/null || apt_install npm
+  FUZZ_DIR=$(mktemp -d /tmp/cjk-fuzz.XXXXXX)
+  (cd "$FUZZ_DIR" && npm pack --silent better-sqlite3@12 >/dev/null && \
+   tar -xzf better-sqlite3-*.tgz package/deps/sqlite3/sqlite3.c)
+  echo "   amalgamation: SQLite $(sed -n 's/^#define SQLITE_VERSION  *"\([0-9.]*\)".*/\1/p' \
+    "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" | head -n 1)"
+  # SQLite itself gets ASan but no coverage feedback: the fuzzer steers by our code.
+  clang -O1 -fsanitize=address -DSQLITE_ENABLE_FTS5 -DSQLITE_THREADSAFE=0 \
+    -c "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" -o "$FUZZ_DIR/sqlite3.o"
+  FUZZ_SRC=(csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c
+            csrc/cjk_extension.c csrc/cjk_version.c)
+  FUZZ_CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc
+               '-DCJK_VERSION="fuzz"')
+  clang "${FUZZ_CFLAGS[@]}" "${FUZZ_SRC[@]}" -lsqlite3 -o "$FUZZ_DIR/fuzz_v2"
+  clang "${FUZZ_CFLAGS[@]}" "${FUZZ_SRC[@]}" "$FUZZ_DIR/sqlite3.o" -lm -o "$FUZZ_DIR/fuzz_v3"
+  for host in v2 v3; do
+    # start from the committed corpus (minimized with -merge=1), so a short run starts deep
+    mkdir "$FUZZ_DIR/corpus_$host"
+    cp csrc/fuzz/seeds/* csrc/fuzz/corpus/* "$FUZZ_DIR/corpus_$host"/
+    echo "   fts5 $host host:"
+    if ! "$FUZZ_DIR/fuzz_$host" -max_total_time=$((FUZZ_SECONDS / 2)) -max_len=2048 -timeout=10 \
+         -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$ROOT/fuzz-$host-" \
+         "$FUZZ_DIR/corpus_$host" >"$FUZZ_DIR/log_$host" 2>&1; then
+      tail -n 80 "$FUZZ_DIR/log_$host"
+      echo "run_all: the fuzzer failed on the $host host; the input is saved as $ROOT/fuzz-$host-*" >&2
+      exit 1
+    fi
+    tail -n 6 "$FUZZ_DIR/log_$host"
+  done
+  rm -rf "$FUZZ_DIR"
 fi
 
 if have_stage release; then
