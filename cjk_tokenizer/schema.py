@@ -13,6 +13,18 @@ index_state   one row per configured FTS index (see "Index states" below).
 fts_backlog   per index, the messages whose indexed form differs from the
               table, with the values as they were indexed (see below).
 
+import_roots    every path (file or folder) given to an import, with its format
+               ("auto" included): what ``sync`` reads again.
+import_sources one row per imported file or database: (format, real path).
+imported       per source, the identity (``key``: the source's own id or line)
+               of every record imported from it, a digest of what it said, and
+               the messages it became (``first_id`` .. ``first_id + count - 1``).
+               A record seen again with the same digest adds nothing; with a
+               different one it is reported, not imported twice.
+
+The three import tables are created by the first import (``IMPORT_DDL``), so an
+archive made before they existed opens as it is and gains them then.
+
 ``PRAGMA user_version`` is ``SCHEMA_VERSION``; an archive from a newer version
 is refused rather than half-understood.
 
@@ -160,6 +172,30 @@ END""",
         last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
     WHERE id = new.session_id;
 END""",
+)
+
+IMPORT_DDL = (
+    """CREATE TABLE IF NOT EXISTS import_roots (
+    path     TEXT NOT NULL,
+    format   TEXT NOT NULL,
+    added_at REAL,
+    PRIMARY KEY (path, format)
+)""",
+    """CREATE TABLE IF NOT EXISTS import_sources (
+    id          INTEGER PRIMARY KEY,
+    format      TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    imported_at REAL,
+    UNIQUE (format, path)
+)""",
+    """CREATE TABLE IF NOT EXISTS imported (
+    source_id INTEGER NOT NULL REFERENCES import_sources(id),
+    key       TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    first_id  INTEGER,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, key)
+) WITHOUT ROWID""",
 )
 
 BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, *INDEXES_DDL, *SESSION_TRIGGERS)

@@ -11,7 +11,7 @@ from cjk_tokenizer.archive import Archive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "cjk_tokenizer", "data", "sample_archive.jsonl")
-COMMANDS = ["path", "tokenize", "search", "import", "explain", "doctor", "rebuild", "demo"]
+COMMANDS = ["path", "tokenize", "search", "import", "sync", "export", "explain", "doctor", "rebuild", "demo"]
 
 
 def cli(*args, check=True):
@@ -26,7 +26,7 @@ def cli(*args, check=True):
 def db(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("cli") / "a.db")
     out = cli("import", path, SAMPLE).stdout
-    assert "imported 27 messages (6 session headers)" in out
+    assert "imported 27 messages in 6 sessions from 1 source" in out
     return path
 
 
