@@ -1,7 +1,8 @@
 """Hermes Agent's ``state.db`` (SQLite), read through a read-only connection.
 
 The file is opened with ``mode=ro``: nothing is ever written to it, not even
-a journal-mode change.  Read: ``sessions`` (title, source, started_at,
+a journal-mode change (SQLite may create the empty ``-wal``/``-shm`` companions
+that reading a WAL database needs, when Hermes is not running).  Read: ``sessions`` (title, source, started_at,
 ended_at, model, parent_session_id, end_reason, cwd, git_branch) and
 ``messages`` in id order — content; tool outputs (role ``tool``) with their
 ``tool_name`` and ``tool_call_id``; ``tool_calls``; ``timestamp``; and the
@@ -99,6 +100,16 @@ def _json_texts(raw) -> list:
     return _texts(raw, [])
 
 
+def _parsed(raw):
+    """tool_calls as parsed JSON, so the archive re-writes it with CJK unescaped (searchable)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) or None
+        except ValueError:
+            return raw
+    return raw or None
+
+
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
     have = _columns(conn, table)
     cols = [c if c in have else f"NULL AS {c}" for c in wanted]
@@ -137,7 +148,7 @@ def read(src):
                                       *_json_texts(r["codex_reasoning_items"]))
                 yield Record(str(r["id"]), None, [{
                     "session_id": str(r["session_id"]), "role": r["role"], "content": r["content"],
-                    "reasoning": reasoning, "tool_calls": r["tool_calls"] or None,
+                    "reasoning": reasoning, "tool_calls": _parsed(r["tool_calls"]),
                     "tool_call_id": r["tool_call_id"], "tool_name": r["tool_name"],
                     "timestamp": epoch(r["timestamp"]),
                     "metadata": compact({"finish_reason": r["finish_reason"]}),
