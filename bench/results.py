@@ -15,6 +15,7 @@ SECTIONS = {
     "queries": "Query latency by query class and route, vs LIKE (issue 5)",
     "scaling": "Latency against archive size (issue 5)",
     "ingest": "Ingest rate with all triggers on, peak memory (issue 5)",
+    "import": "Import rate per source format",
 }
 
 HEADER = """# Benchmark results
