@@ -47,3 +47,11 @@ def test_bench_queries_smoke(tmp_path):
     assert "0 problems" in p.stdout, p.stdout
     # the smoke archive and its needle manifest are in the workdir, nothing was written to bench/
     assert any(name.endswith(".db.json") for name in os.listdir(tmp_path))
+
+
+def test_bench_import_smoke(tmp_path):
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    _need("hermes_state", "the Hermes state.db is written with Hermes' schema; pip install --no-deps hermes-agent")
+    p = _run([os.path.join(BENCH, "bench_import.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
+    for fmt in ("openai", "claude-code", "codex", "hermes"):
+        assert f"{fmt}: " in p.stdout, p.stdout

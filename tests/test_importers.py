@@ -239,6 +239,8 @@ def test_stdin_import_and_summary_line(tmp_path):
             "reasoning (encrypted only) 1, turn_context 1 into") in proc.stdout
     again = cli("import", db, "-", "--format", "codex", stdin=data)
     assert "imported 0 messages" in again.stdout and "8 records already imported" in again.stdout
+    other = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines("other-session")) + "\n"
+    assert "imported 8 messages" in cli("import", db, "-", stdin=other).stdout  # another stream, not a clash
 
 
 # ------------------------------------------------------------------ bad input

@@ -113,7 +113,7 @@ class Source:
 
     @property
     def stem(self) -> str:
-        if self.identity == "-":
+        if self.name == "<stdin>":
             return "stdin"
         base = os.path.basename(self.identity)
         return base[:-6] if base.endswith(".jsonl") else base

@@ -165,6 +165,10 @@ def _stdin_source(fmt: str) -> Source:
         os.unlink(spool.name)
         raise ImportFileError(f"<stdin>: cannot tell its format; give --format ({', '.join(FORMATS)})")
     src = Source("-", found)
+    # Streams are told apart by their first line: piping the same (grown) history again is
+    # incremental, piping a different one does not collide with it.
+    with open(spool.name, "rb") as f:
+        src.identity = "-:" + hashlib.blake2b(f.readline(), digest_size=8).hexdigest()
     src.read_path = spool.name
     src.size = os.path.getsize(spool.name)
     return src
@@ -344,7 +348,7 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
     finally:
         for _, _, sources in planned:
             for src in sources:
-                if src.identity == "-" and src.read_path and os.path.exists(src.read_path):
+                if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
                     os.unlink(src.read_path)
     if progress is not None:
         progress(total, total)
