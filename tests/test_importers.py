@@ -100,9 +100,10 @@ def test_hermes_reimport_adds_nothing_and_growth_adds_exactly_the_new(tmp_path, 
         ar.import_source(db)
         again = ar.import_source(db)
         assert again.messages == 0 and again.unchanged == 5 and ar.count_messages() == 5
+        assert again.sessions == set() and again.summary().startswith("imported 0 messages in 0 sessions")
         fx.write_hermes(db, hermes_state, more=True)
         grown = ar.sync()
-        assert grown.messages == 1 and grown.unchanged == 5 and not grown.changed
+        assert grown.messages == 1 and grown.unchanged == 5 and not grown.changed and grown.sessions == {"h1"}
         assert ar.count_messages() == 6
         h1 = ar.session("h1")
         assert h1["title"] == "배포 실패"  # set in Hermes after the first import
@@ -235,7 +236,7 @@ def test_stdin_import_and_summary_line(tmp_path):
     db = str(tmp_path / "a.db")
     data = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines()) + "\n"
     proc = cli("import", db, "-", stdin=data)
-    assert ("imported 8 messages in 1 sessions from 1 source; skipped: event_msg 4, "
+    assert ("imported 8 messages in 1 session from 1 source; skipped: event_msg 4, "
             "reasoning (encrypted only) 1, turn_context 1 into") in proc.stdout
     again = cli("import", db, "-", "--format", "codex", stdin=data)
     assert "imported 0 messages" in again.stdout and "8 records already imported" in again.stdout
@@ -290,7 +291,7 @@ def test_the_archive_itself_in_an_imported_folder_is_not_read(tmp_path):
     db = str(tmp_path / "a.db")
     cli("import", db, str(tmp_path))
     proc = cli("sync", db)
-    assert "imported 0 messages" in proc.stdout and "1 records already imported" in proc.stdout
+    assert "imported 0 messages" in proc.stdout and "1 record already imported" in proc.stdout
 
 
 # ------------------------------------------------------------------ session headers, time (one rule)

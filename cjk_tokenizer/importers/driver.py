@@ -39,9 +39,17 @@ _DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 MAX_REPORTED = 20
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 @dataclass
 class ImportReport:
-    """What an import did: counts, and the problems in ``path:line: reason`` form."""
+    """What an import did: counts, and the problems in ``path:line: reason`` form.
+
+    ``sessions``: ids of the sessions that gained messages or whose row was
+    created or changed (title, source, start, metadata).
+    """
 
     sources: int = 0
     messages: int = 0
@@ -54,10 +62,10 @@ class ImportReport:
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
-        parts = [f"imported {self.messages:,} messages in {len(self.sessions):,} sessions "
-                 f"from {self.sources:,} source{'s' if self.sources != 1 else ''}"]
+        parts = [f"imported {_n(self.messages, 'message')} in {_n(len(self.sessions), 'session')} "
+                 f"from {_n(self.sources, 'source')}"]
         if self.unchanged:
-            parts.append(f"{self.unchanged:,} records already imported")
+            parts.append(f"{_n(self.unchanged, 'record')} already imported")
         if self.skipped:
             parts.append("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.skipped.items())))
         if self.changed:
@@ -206,13 +214,16 @@ def _merge(pending: dict, info: tuple) -> None:
     old[3].update(meta)
 
 
-def _upsert_sessions(conn, pending: dict) -> None:
+def _upsert_sessions(conn, pending: dict) -> set:
+    """Create or update the pending sessions; returns the ids whose row was created or changed."""
+    touched = set()
     for sid, (title, source, started, meta) in pending.items():
         row = conn.execute("SELECT title, source, started_at, metadata FROM sessions WHERE id = ?",
                            (sid,)).fetchone()
         if row is None:
             conn.execute("INSERT INTO sessions(id, title, source, started_at, metadata) VALUES (?, ?, ?, ?, ?)",
                          (sid, title, source, started, records.metadata_(meta)))
+            touched.add(sid)
             continue
         try:
             old_meta = json.loads(row[3]) if row[3] else {}
@@ -224,7 +235,9 @@ def _upsert_sessions(conn, pending: dict) -> None:
         if new != tuple(row):
             conn.execute("UPDATE sessions SET title = ?, source = ?, started_at = ?, metadata = ? WHERE id = ?",
                          (*new, sid))
+            touched.add(sid)
     pending.clear()
+    return touched
 
 
 def _where(src: Source, line) -> str:
@@ -256,7 +269,7 @@ class _Run:
 
         def flush():
             def work():
-                _upsert_sessions(conn, pending)
+                self.report.sessions.update(_upsert_sessions(conn, pending))
                 flat = [row for _, _, rows in batch for row in rows]
                 ids = iter(())
                 if flat:
@@ -294,7 +307,6 @@ class _Run:
                     self.report.skipped["bad"] += 1
                     self.report.bad.append(f"{src.name}: session {item.id!r}: {exc}")
                     continue
-                self.report.sessions.add(item.id)
                 continue
             self._record(src, item, known, batch, size)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
