@@ -48,16 +48,23 @@ def _meta(obj: dict, message: dict) -> dict:
     })
 
 
-def _user(obj, message, sid, ts, tool_names):
+def _blocks(message: dict) -> list:
+    """message.content as a list of block dicts (a string is one text block)."""
     content = message.get("content")
-    meta = _meta(obj, message)
-    if isinstance(content, str) or content is None:
-        return [{"session_id": sid, "role": "user", "content": content, "timestamp": ts, "metadata": meta}]
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         raise ValueError("message.content must be a string or a list of blocks")
+    return [b for b in content if isinstance(b, dict)]
+
+
+def _user(obj, message, sid, ts, tool_names):
+    meta = _meta(obj, message)
     out, texts, others = [], [], []
-    for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
+    for block in _blocks(message):
+        kind = block.get("type")
         if kind == "text":
             texts.append(block.get("text") or "")
         elif kind == "tool_result":
@@ -77,14 +84,9 @@ def _user(obj, message, sid, ts, tool_names):
 
 
 def _assistant(obj, message, sid, ts, tool_names):
-    content = message.get("content")
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise ValueError("message.content must be a string or a list of blocks")
     texts, thoughts, calls = [], [], []
-    for block in content:
-        kind = block.get("type") if isinstance(block, dict) else None
+    for block in _blocks(message):
+        kind = block.get("type")
         if kind == "text":
             texts.append(block.get("text") or "")
         elif kind == "thinking":
