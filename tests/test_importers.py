@@ -292,6 +292,8 @@ def test_the_archive_itself_in_an_imported_folder_is_not_read(tmp_path):
     cli("import", db, str(tmp_path))
     proc = cli("sync", db)
     assert "imported 0 messages" in proc.stdout and "1 record already imported" in proc.stdout
+    proc = cli("import", db, db, "--format", "hermes", check=False)
+    assert proc.returncode == 1 and "is the archive being imported into" in proc.stderr
 
 
 # ------------------------------------------------------------------ session headers, time (one rule)

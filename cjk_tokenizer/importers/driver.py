@@ -132,6 +132,8 @@ def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
             continue
         if not os.path.exists(path):
             raise ImportFileError(f"{path}: no such file or directory")
+        if exclude and os.path.realpath(path) in exclude:
+            raise ImportFileError(f"{path}: is the archive being imported into")
         if os.path.isdir(path):
             sources = []
             for f in _walk(path):
