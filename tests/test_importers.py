@@ -319,6 +319,19 @@ def test_a_bad_started_at_names_the_line(tmp_path):
     assert proc.returncode == 1 and f"{path}:2: not a timestamp" in proc.stderr
 
 
+def test_a_bad_session_header_names_its_line_and_the_rest_imports(tmp_path):
+    path = fx.write_jsonl(str(tmp_path / "h.jsonl"), [
+        {"session_id": "s1", "role": "user", "content": "x"},
+        {"type": "session", "id": "s1", "title": ["not", "text"]},
+        {"session_id": "s1", "role": "robot", "content": "y"},
+    ])
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(path)
+        assert report.bad[0].startswith(f"{path}:2: session 's1': title must be a str")
+        assert report.bad[1].startswith(f"{path}:3: role must be one of")
+        assert ar.count_messages() == 1
+
+
 def test_time_rule():
     assert epoch("2025-01-01T00:00:00") == epoch("2025-01-01T00:00:00Z") == 1735689600.0
     assert epoch("2025-01-01T09:00:00+09:00") == 1735689600.0

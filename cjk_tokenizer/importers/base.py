@@ -37,6 +37,7 @@ class SessionInfo:
     source: str | None = None
     started_at: float | None = None
     metadata: dict = field(default_factory=dict)
+    line: int | None = None  # where the source said it, for error messages
 
 
 @dataclass

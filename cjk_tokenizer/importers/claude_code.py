@@ -121,7 +121,7 @@ def read(src):
                 if last_sid is None:
                     pending_title = title
                 else:
-                    yield SessionInfo(last_sid, title=title)
+                    yield SessionInfo(last_sid, title=title, line=number)
                 continue
             if kind not in ("user", "assistant"):
                 yield Skip(str(kind) if kind else "untyped")
@@ -133,7 +133,8 @@ def read(src):
             if sid not in seen:
                 seen.add(sid)
                 yield SessionInfo(sid, title=pending_title, source=NAME, started_at=ts,
-                                  metadata=compact({"cwd": obj.get("cwd"), "gitBranch": obj.get("gitBranch")}))
+                                  metadata=compact({"cwd": obj.get("cwd"), "gitBranch": obj.get("gitBranch")}),
+                                  line=number)
                 pending_title = None
             last_sid = sid
             message = obj.get("message")

@@ -110,17 +110,18 @@ def read(src):
                         raise ValueError("session_meta id must be a string")
                     yield SessionInfo(sid, source=NAME, started_at=epoch(payload.get("timestamp")) or ts,
                                       metadata=compact({k: payload.get(k) for k in
-                                                        ("cwd", "cli_version", "originator", "model_provider")}))
+                                                        ("cwd", "cli_version", "originator", "model_provider")}),
+                                      line=number)
                 elif payload.get("id", sid) != sid:  # a forked rollout repeats its parent's
                     yield Skip("session_meta of another session")
                 continue
             if sid is None:
                 sid = src.stem
-                yield SessionInfo(sid, source=NAME, started_at=ts)
+                yield SessionInfo(sid, source=NAME, started_at=ts, line=number)
             if kind == "turn_context":
                 if payload.get("model") and payload.get("model") != model:
                     model = payload["model"]
-                    yield SessionInfo(sid, metadata={"model": model})
+                    yield SessionInfo(sid, metadata={"model": model}, line=number)
                 yield Skip("turn_context")
                 continue
             if kind != "response_item":

@@ -238,7 +238,6 @@ def _upsert_sessions(conn, pending: dict) -> set:
             conn.execute("UPDATE sessions SET title = ?, source = ?, started_at = ?, metadata = ? WHERE id = ?",
                          (*new, sid))
             touched.add(sid)
-    pending.clear()
     return touched
 
 
@@ -290,7 +289,8 @@ class _Run:
                                  "VALUES (?, ?, ?, ?, ?)", marks)
                 return len(flat)
 
-            self.report.messages += self.ar._write(work)
+            self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+            pending.clear()
             batch.clear()
             size[:] = [0, 0]
 
@@ -307,8 +307,7 @@ class _Run:
                     _merge(pending, _session_fields(item))
                 except InputError as exc:
                     self.report.skipped["bad"] += 1
-                    self.report.bad.append(f"{src.name}: session {item.id!r}: {exc}")
-                    continue
+                    self.report.bad.append(f"{_where(src, item.line)}: session {item.id!r}: {exc}")
                 continue
             self._record(src, item, known, batch, size)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:

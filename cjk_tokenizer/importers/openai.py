@@ -50,13 +50,13 @@ def read(src):
                 if meta is not None and not isinstance(meta, dict):
                     raise ValueError("a session's metadata must be an object")
                 yield SessionInfo(sid, title=obj.get("title"), source=obj.get("source"),
-                                  started_at=epoch(obj.get("started_at")), metadata=meta or {})
+                                  started_at=epoch(obj.get("started_at")), metadata=meta or {}, line=number)
             elif isinstance(obj.get("messages"), list):
                 sid = obj.get("id", obj.get("session_id")) or f"{src.stem}:{number}"
                 if not isinstance(sid, str):
                     raise ValueError("a session's 'id' must be a string")
                 rest = compact({k: v for k, v in obj.items() if k not in ("messages", "id", "session_id", "title")})
-                yield SessionInfo(sid, title=obj.get("title"), metadata=rest)
+                yield SessionInfo(sid, title=obj.get("title"), metadata=rest, line=number)
                 msgs = obj["messages"]
                 if not all(isinstance(m, dict) for m in msgs):
                     raise ValueError("every item of 'messages' must be an object")
