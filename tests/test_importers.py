@@ -397,3 +397,20 @@ def test_markdown_export_tells_said_thought_and_tool_output_apart(tmp_path):
     assert "我先读取部署日志。\n" in md
     proc = cli("export", db, "--session", "nope", check=False)
     assert proc.returncode == 1 and "no session 'nope'" in proc.stderr
+
+
+def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_path, hermes_state):
+    proj, _ = _claude_project(tmp_path)
+    codex_dir = tmp_path / ".codex" / "sessions"
+    fx.write_jsonl(str(codex_dir / "2025" / "10" / "29" / "rollout-x.jsonl"), fx.codex_lines())
+    hermes_db = str(tmp_path / "state.db")
+    fx.write_hermes(hermes_db, hermes_state)
+    db = str(tmp_path / "a.db")
+    first = cli("import", db, hermes_db, str(proj), str(codex_dir))
+    assert first.stdout.startswith("imported 19 messages in 4 sessions from 3 sources")
+    again = cli("import", db, hermes_db, str(proj), str(codex_dir))
+    assert again.stdout.startswith("imported 0 messages in 0 sessions from 3 sources; 19 records already imported")
+    assert cli("sync", db).stdout.startswith("imported 0 messages")
+    for query, role in (("인덱스가", "tool"), ("大别山", "user"), ("東京は晴れ", "assistant")):
+        hits = json.loads(cli("search", db, query, "--json").stdout)
+        assert [h["role"] for h in hits] == [role], query
