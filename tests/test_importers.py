@@ -199,7 +199,7 @@ def test_codex_sessions_folder_without_event_mirrors(tmp_path):
         call, out = msgs[3], msgs[4]
         assert call["tool_calls"][0]["function"] == {"name": "shell",
                                                      "arguments": "{\"command\":[\"curl\",\"wttr.in/Tokyo\"]}"}
-        assert out["tool_call_id"] == "call_abc" and out["tool_name"] == "shell" and "晴れ 18°C" in out["content"]
+        assert out["tool_call_id"] == "call_abc" and out["tool_name"] == "shell" and out["content"] == "東京: 晴れ 18°C\n"
         assert msgs[5]["tool_calls"][0]["function"]["name"] == "apply_patch"
         assert msgs[6]["tool_name"] == "apply_patch" and msgs[6]["content"].startswith("Success")
         assert _hit_ids(ar, "天気予報") == set() and len(_hit_ids(ar, "天気予報", include_reasoning=True)) == 1

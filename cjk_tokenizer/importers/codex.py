@@ -36,6 +36,15 @@ def detect(objs: list) -> bool:
 
 
 def _output_text(output):
+    if isinstance(output, str) and output.startswith("{"):
+        # shell outputs are often JSON text {"output": ..., "metadata": {...}}: keep the
+        # output itself, so its text (CJK included) is indexed as text, not as JSON escapes
+        try:
+            parsed = json.loads(output)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("output"), str):
+            return parsed["output"]
     if isinstance(output, dict):  # some versions wrap it: {"content": ..., "success": ...}
         inner = output.get("content", output.get("output"))
         if inner is not None:
