@@ -16,6 +16,7 @@ SECTIONS = {
     "scaling": "Latency against archive size (issue 5)",
     "ingest": "Ingest rate with all triggers on, peak memory (issue 5)",
     "variants": "Han variant folding: recall, precision and cost",
+    "import": "Import rate per source format",
 }
 
 HEADER = """# Benchmark results

@@ -569,6 +569,34 @@ class Archive:
 
         return self._write(delete)
 
+    # ------------------------------------------------------------------ import / export (importers/, export.py)
+
+    def import_source(self, path, format: str = "auto", *, progress=None, batch_size: int = 2000):
+        """Import a file, a folder, ``"-"`` (stdin) or a list of them; returns an ImportReport.
+
+        ``format``: "auto" (detected per file), "openai", "claude-code",
+        "codex" or "hermes".  Records already imported from the same source
+        are not added again; see importers/driver.py.
+        """
+        from .importers import import_source
+
+        with self._lock:
+            return import_source(self, path, format, progress=progress, batch_size=batch_size)
+
+    def sync(self, *, progress=None, batch_size: int = 2000):
+        """Import again every path this archive was given; returns an ImportReport."""
+        from .importers import sync
+
+        with self._lock:
+            return sync(self, progress=progress, batch_size=batch_size)
+
+    def export(self, out, *, session_id=None, format: str = "jsonl") -> int:
+        """Write all sessions (or ``session_id``) to a text stream as JSONL or Markdown (export.py)."""
+        from .export import export
+
+        with self._lock:
+            return export(self, out, session_id=session_id, format=format)
+
     # ------------------------------------------------------------------ reading
 
     def get_message(self, message_id: int) -> dict | None:

@@ -1,6 +1,6 @@
 """Command line: ``python -m cjk_tokenizer <command>`` (also installed as ``cjk-tokenizer``).
 
-Commands: path, tokenize, search, import, explain, doctor, rebuild, mcp, demo.
+Commands: path, tokenize, search, import, sync, export, explain, doctor, rebuild, mcp, demo.
 Errors are one line on stderr and a non-zero exit (1: the operation failed,
 2: bad command-line usage); long operations draw a progress bar on stderr.
 Output cut short by the reader (``… | head``) ends the command quietly with
@@ -87,19 +87,57 @@ def _cmd_explain(args) -> int:
     return 0
 
 
-def _cmd_import(args) -> int:
-    from .importer import import_jsonl
+def _print_import(report, db) -> int:
+    for line in report.problems():
+        print(f"cjk-tokenizer: {line}", file=sys.stderr)
+    print(f"{report.summary()} into {db}")
+    return 1 if report.bad else 0
+
+
+def _import_progress():
     from .progress import ProgressBar
 
-    size = os.path.getsize(args.file)
     bar = ProgressBar("import")
+    bar.last = (0, None)
+
+    def progress(done, total):
+        bar.last = (done, total)
+        bar.update(done, total, "bytes read")
+    return bar, progress
+
+
+def _cmd_import(args) -> int:
+    from .importers import driver
+
+    # Plan first: a bad path or an unknown format fails before the archive is created.
+    planned = driver.plan(args.sources, args.format, exclude=driver.archive_files(args.db))
+    bar, progress = _import_progress()
     with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
                        fold_variants=True if args.fold_variants else None) as ar:
-        counts = import_jsonl(ar, args.file, batch_size=args.batch_size,
-                              progress=lambda n: bar.update(n, None, "messages"))
-        bar.finish(counts["messages"], None, "messages")
-        print(f"imported {counts['messages']:,} messages ({counts['sessions']:,} session headers) "
-              f"from {args.file} ({size / 2**20:,.1f} MiB) into {args.db}")
+        report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size)
+        bar.finish(*bar.last, "bytes read")
+        return _print_import(report, args.db)
+
+
+def _cmd_sync(args) -> int:
+    from .importers import sync
+
+    bar, progress = _import_progress()
+    with _open_archive(args.db, extension=not args.no_extension) as ar:
+        report = sync(ar, progress=progress, batch_size=args.batch_size)
+        bar.finish(*bar.last, "bytes read")
+        return _print_import(report, args.db)
+
+
+def _cmd_export(args) -> int:
+    from .export import export
+
+    with _read_archive(args.db) as ar:
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                export(ar, out, session_id=args.session, format=args.format)
+        else:
+            export(ar, sys.stdout, session_id=args.session, format=args.format)
     return 0
 
 
@@ -234,14 +272,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reasoning", action="store_true")
     p.set_defaults(func=_cmd_explain)
 
-    p = sub.add_parser("import", help="import a JSONL file of OpenAI-style messages into DB (created if missing)")
+    p = sub.add_parser("import", help="import agent histories (files, folders, - for stdin) into DB (created if missing)")
     p.add_argument("db")
-    p.add_argument("file")
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a file, a folder (every file of the format under it) or - (stdin)")
+    p.add_argument("--format", default="auto", choices=["auto", "openai", "claude-code", "codex", "hermes"],
+                   help="the sources' format (default: detected per file)")
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
     p.add_argument("--fold-variants", action="store_true",
                    help="create DB folding Traditional/Simplified Han variants (項目 = 项目); fixed at creation")
     p.set_defaults(func=_cmd_import)
+
+    p = sub.add_parser("sync", help="import again every source DB was ever given (only what is new is added)")
+    p.add_argument("db")
+    p.add_argument("--batch-size", type=int, default=2000)
+    p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.set_defaults(func=_cmd_sync)
+
+    p = sub.add_parser("export", help="write DB's sessions as JSONL (imports back) or Markdown (to read)")
+    p.add_argument("db")
+    p.add_argument("--session", help="only this session id")
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "markdown"])
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("doctor", help="check SQLite, FTS5, the extension on this host, and DB's indexes")
     p.add_argument("db", nargs="?")

@@ -17,6 +17,18 @@ archive_settings  choices fixed when the archive was created (name, value):
               (``Archive(fold_variants=True)``).  An archive without the
               table (created before it existed) has every setting off.
 
+import_roots    every path (file or folder) given to an import, with its format
+               ("auto" included): what ``sync`` reads again.
+import_sources one row per imported file or database: (format, real path).
+imported       per source, the identity (``key``: the source's own id or line)
+               of every record imported from it, a digest of what it said, and
+               the messages it became (``first_id`` .. ``first_id + count - 1``).
+               A record seen again with the same digest adds nothing; with a
+               different one it is reported, not imported twice.
+
+The three import tables are created by the first import (``IMPORT_DDL``), so an
+archive made before they existed opens as it is and gains them then.
+
 ``PRAGMA user_version`` is ``SCHEMA_VERSION``; an archive from a newer version
 is refused rather than half-understood.
 
@@ -173,9 +185,6 @@ CREATE TABLE IF NOT EXISTS archive_settings (
     value TEXT NOT NULL
 )"""
 
-BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, *INDEXES_DDL,
-            *SESSION_TRIGGERS)
-
 
 def fold_variants(conn) -> bool:
     """Does this archive fold Han variants?  (Recorded at creation; off for
@@ -190,6 +199,34 @@ def record_fold_variants(conn, on: bool) -> None:
     """Record the setting in a new archive (inside its creating transaction)."""
     conn.execute("INSERT OR REPLACE INTO archive_settings(name, value) VALUES ('fold_variants', ?)",
                  ("1" if on else "0",))
+
+
+IMPORT_DDL = (
+    """CREATE TABLE IF NOT EXISTS import_roots (
+    path     TEXT NOT NULL,
+    format   TEXT NOT NULL,
+    added_at REAL,
+    PRIMARY KEY (path, format)
+)""",
+    """CREATE TABLE IF NOT EXISTS import_sources (
+    id          INTEGER PRIMARY KEY,
+    format      TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    imported_at REAL,
+    UNIQUE (format, path)
+)""",
+    """CREATE TABLE IF NOT EXISTS imported (
+    source_id INTEGER NOT NULL REFERENCES import_sources(id),
+    key       TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    first_id  INTEGER,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, key)
+) WITHOUT ROWID""",
+)
+
+BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, *INDEXES_DDL,
+            *SESSION_TRIGGERS)
 
 
 def fts_table(route: str) -> str:

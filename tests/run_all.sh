@@ -43,6 +43,9 @@ echo "== setup: $PY -m pip install -e .[test,bench]"
 # build environment, so this Python needs the build requirements too.
 "$PY" -m pip install -q --disable-pip-version-check "setuptools>=77" "cffi>=1.15"
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test,bench]"
+# The Hermes importer is tested on state.db files written by Hermes' own SessionDB;
+# hermes_state.py imports without the agent's dependencies.
+"$PY" -m pip install -q --disable-pip-version-check --no-deps "hermes-agent>=0.19"
 
 if have_stage main; then
   echo "== stage main: pytest on $("$PY" -c 'import sys; print(sys.version.split()[0])'), APSW host"

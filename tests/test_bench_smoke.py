@@ -56,3 +56,11 @@ def test_bench_variants_smoke(tmp_path):
     _need("opencc", "the parallel sample's Traditional twins come from OpenCC's phrase-level converter")
     p = _run([os.path.join(BENCH, "bench_variants.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
     assert "| cjk fold_variants 1 | simplified |" in p.stdout, p.stdout
+
+
+def test_bench_import_smoke(tmp_path):
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    _need("hermes_state", "the Hermes state.db is written with Hermes' schema; pip install --no-deps hermes-agent")
+    p = _run([os.path.join(BENCH, "bench_import.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
+    for fmt in ("openai", "claude-code", "codex", "hermes"):
+        assert f"{fmt}: " in p.stdout, p.stdout
