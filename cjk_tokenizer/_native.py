@@ -47,6 +47,11 @@ def _why_missing(exc: ImportError) -> str:
 
 try:  # the cffi module built from csrc/ by python/cjk_build.py
     from . import _cjk_unicode61 as _mod
+
+    # Only the module beside this file belongs to this code: an editable
+    # install of another tree can hand out its own through an import hook.
+    if os.path.dirname(os.path.abspath(_mod.__file__)) != os.path.dirname(os.path.abspath(__file__)):
+        raise ImportError(f"found only another tree's compiled module, {_mod.__file__}")
 except ImportError as _exc:  # pragma: no cover - exercised by a broken install
     _mod = None
     IMPORT_ERROR: str | None = _why_missing(_exc)
