@@ -1,7 +1,7 @@
 """The default archive before and after: size, ingest, one-character and frequent-term queries.
 
 Side by side in one run, on one corpus from bench/generate.py, two archives
-built with the public API (``Archive`` + ``importer.import_jsonl``):
+built with the public API (``Archive`` + ``Archive.import_source``):
 
   * before: ``indexes=("cjk", "unicode61", "trigram"), cjk_unigrams=False``
     (what earlier versions created by default), searched with
@@ -42,7 +42,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 import apsw  # noqa: E402
 
 from cjk_tokenizer import Archive, search  # noqa: E402
-from cjk_tokenizer.importer import import_jsonl  # noqa: E402
 from cjk_tokenizer._native import split_cjk  # noqa: E402
 
 import generate  # noqa: E402
@@ -65,7 +64,7 @@ def build(jsonl, path, opts):
             os.remove(path + suffix)
     t0 = time.perf_counter()
     with Archive(path, **opts) as ar:
-        counts = import_jsonl(ar, jsonl)
+        report = ar.import_source(jsonl, format="openai")
         seconds = time.perf_counter() - t0
         ar.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         parts = collections.Counter()
@@ -73,7 +72,7 @@ def build(jsonl, path, opts):
             part = next((r for r in ("cjk", "u61", "tri") if name.startswith(f"messages_fts_{r}")), None)
             parts[part or ("messages" if name == "messages" else "other")] += size
         text = ar.index_sizes()["text"]
-    return {"messages": counts["messages"], "seconds": seconds, "msg_per_s": counts["messages"] / seconds,
+    return {"messages": report.messages, "seconds": seconds, "msg_per_s": report.messages / seconds,
             "file": os.path.getsize(path), "text": text, "parts": dict(parts)}
 
 

@@ -16,6 +16,8 @@ SECTIONS = {
     "scaling": "Latency against archive size (issue 5)",
     "ingest": "Ingest rate with all triggers on, peak memory (issue 5)",
     "lean": "Default archive before and after: size, ingest, one character, bounded relevance",
+    "variants": "Han variant folding: recall, precision and cost",
+    "import": "Import rate per source format",
 }
 
 HEADER = """# Benchmark results

@@ -4,7 +4,7 @@ The binding itself is ``load(conn)`` and ``loadable_path()``; the rest of the
 package (archive, query router, session search) builds on them.
 """
 from ._native import cjk_ranges, fold, is_cjk, split_cjk
-from .errors import CjkTokenizerError, ExtensionError, QueryError
+from .errors import CjkTokenizerError, ExtensionError, QueryError, TimeValueError
 from .loader import ENTRY_POINT, TOKENIZER, load, loadable_path
 from .query import parse as parse_query  # the query language: none of these imports APSW at import time
 from .search import Hit, run_search
@@ -37,6 +37,7 @@ __all__ = [
     "Progress",
     "QueryError",
     "TOKENIZER",
+    "TimeValueError",
     "cjk_ranges",
     "explain_query",
     "fold",

@@ -8,18 +8,53 @@ from __future__ import annotations
 
 import os
 
-try:  # the cffi module built from csrc/ by python/build_cffi.py
+
+def _installed_copy(here: str) -> str | None:
+    """The package directory of an installed cjk-tokenizer other than ``here``, if any."""
+    from importlib.metadata import distributions
+
+    # A checkout where ``pip install .`` ran also holds cjk_tokenizer.egg-info,
+    # which names the checkout itself: look at every copy.  (Only this error
+    # path reads the metadata; distributions(name=...) needs Python 3.10.)
+    for dist in distributions():
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") != "cjk-tokenizer":
+            continue
+        located = os.path.dirname(os.path.abspath(str(dist.locate_file("cjk_tokenizer/__init__.py"))))
+        if located != here and os.path.isfile(os.path.join(located, "__init__.py")):
+            return located
+    return None
+
+
+def _why_missing(exc: ImportError) -> str:
+    """One line: why the compiled module cannot be imported here, and what to run instead."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    built = [f for f in os.listdir(here) if f.startswith("_cjk_unicode61.")]
+    if built:  # there, but it does not load: the loader's reason is the useful part
+        return f"the compiled module {os.path.join(here, built[0])} does not load ({exc}); reinstall cjk-tokenizer"
+    installed = _installed_copy(here)
+    if installed:
+        # ``python -m`` and ``python -c`` put the current directory first on
+        # sys.path, so Python started in a checkout imports the source tree,
+        # which ``pip install .`` leaves without compiled files.
+        return (f"Python imported cjk_tokenizer from the source tree {here}, which shadows the installed copy in "
+                f"{installed} and has no compiled module; run from another directory (or the `cjk-tokenizer` "
+                "command), or build the source tree in place with `pip install -e .`")
+    if os.path.isfile(os.path.join(os.path.dirname(here), "python", "build_cffi.py")):
+        return (f"the compiled module _cjk_unicode61 is not built in the source tree {here}; "
+                "run `pip install -e .` (or `python python/setup_build.py build_ext --inplace`)")
+    return f"the compiled module _cjk_unicode61 is missing from {here}; reinstall cjk-tokenizer"
+
+
+try:  # the cffi module built from csrc/ by python/cjk_build.py
     from . import _cjk_unicode61 as _mod
+
+    # Only the module beside this file belongs to this code: an editable
+    # install of another tree can hand out its own through an import hook.
+    if os.path.dirname(os.path.abspath(_mod.__file__)) != os.path.dirname(os.path.abspath(__file__)):
+        raise ImportError(f"found only another tree's compiled module, {_mod.__file__}")
 except ImportError as _exc:  # pragma: no cover - exercised by a broken install
     _mod = None
-    # Most often: Python imported the source checkout (``python -m`` from its
-    # root puts it first on sys.path) while ``pip install .`` put the compiled
-    # files in site-packages.
-    IMPORT_ERROR: str | None = (
-        f"the compiled module _cjk_unicode61 is missing from {os.path.dirname(os.path.abspath(__file__))} "
-        f"({_exc}); in a source checkout run `pip install -e .` (or run from another directory), "
-        "otherwise reinstall the package"
-    )
+    IMPORT_ERROR: str | None = _why_missing(_exc)
 else:
     IMPORT_ERROR = None
 
@@ -31,6 +66,12 @@ def missing_reason() -> str:
 
 def available() -> bool:
     return _mod is not None
+
+
+def version() -> str:
+    """The version the C library was built as (what ``SELECT version FROM cjk_version`` answers)."""
+    m = _need()
+    return m.ffi.string(m.lib.cjk_version()).decode("ascii")
 
 
 def module_path() -> str | None:
@@ -77,15 +118,27 @@ def split_cjk(text: str) -> list[tuple[bool, str]]:
     return spans
 
 
-def fold(text: str) -> str:
-    """The width folding the tokenizer applies (Ｈｅｌｌｏ -> Hello, ｶﾞ -> ガ)."""
+def fold(text: str, variants: bool = False) -> str:
+    """The folding the tokenizer applies: width (Ｈｅｌｌｏ -> Hello, ｶﾞ -> ガ),
+    variation selectors after a CJK letter dropped, and with ``variants`` the
+    Han variant folding of ``fold_variants 1`` (項目 -> 项目)."""
     m = _need()
     data = text.encode("utf-8", "surrogatepass")
     if not data:
         return text
-    out = m.ffi.new("char[]", len(data))
-    n = m.lib.cjk_fold_utf8(data, len(data), out, len(data))
+    cap = len(data) + len(data) // 3 + 1 if variants else len(data)  # CJK_FOLD_MAX
+    out = m.ffi.new("char[]", cap)
+    n = m.lib.cjk_fold_utf8(data, len(data), out, cap, 1 if variants else 0)
+    if n > cap:  # never, by the C bound; but never read past the buffer either
+        out = m.ffi.new("char[]", n)
+        n = m.lib.cjk_fold_utf8(data, len(data), out, n, 1 if variants else 0)
     return m.ffi.unpack(out, n).decode("utf-8", "surrogatepass")
+
+
+def variant_pairs() -> list[tuple[str, str]]:
+    """The Han variant table of ``fold_variants 1``: (character, its fold)."""
+    lib = _need().lib
+    return [(chr(lib.cjk_variant_pair(i, 0)), chr(lib.cjk_variant_pair(i, 1))) for i in range(lib.cjk_variant_count())]
 
 
 def cjk_ranges() -> list[tuple[int, int]]:

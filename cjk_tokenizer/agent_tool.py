@@ -45,10 +45,10 @@ DESCRIPTION = (
     "Returns stored messages verbatim; long messages are cut with a marker saying how many characters were cut. "
     "The shape of the call is chosen by which arguments you give:\n"
     "1. DISCOVERY - give `query`: finds the sessions that match, best first (at most `limit`, default 3). For "
-    "each: the hit's snippet (match in **bold**), `where` it matched, the messages around the hit, the first and "
-    "last messages of the session, its title and times. Add `session_id` to search inside one session only. "
-    "More sessions (`more_sessions`): call again with `offset` = `next_offset` (or `cursor` = `next_cursor` "
-    "for newest/oldest).\n"
+    "each: the hit's snippet (the match between the two characters in `marks`, usually ⟦ and ⟧), `where` it "
+    "matched, the messages around the hit, the first and last messages of the session, its title and times. Add "
+    "`session_id` to search inside one session only. More sessions (`more_sessions`): call again with `offset` = "
+    "`next_offset` (or `cursor` = `next_cursor` for newest/oldest).\n"
     "2. SCROLL - give `around_message_id` (a message id from earlier results; `session_id` optional): the "
     "messages before and after it (`window` each side, default 5, max 20). Page by calling again with "
     "`prev_anchor` or `next_anchor` from the result. Wins over `query` if both are given.\n"
@@ -59,7 +59,10 @@ DESCRIPTION = (
     "`where` says how a hit was found: \"said\" (visible content), \"thought\" (the model's private reasoning: "
     "it thought it, it did NOT say it), \"tool output\", \"tool call\", \"tool name\". Reasoning is searched and "
     "shown only with include_reasoning=true. Query language: words, \"exact phrase\", prefix*, OR, NOT or "
-    "-word, parentheses; CJK text is matched as written, no spaces needed. Errors come back as "
+    "-word, parentheses; CJK text is matched as written, no spaces needed. Words side by side are ANDed and "
+    "that AND binds tighter than OR: `部署 OR deploy 失败` means `部署 OR (deploy AND 失败)`; write "
+    "`(部署 OR deploy) 失败` for either word together with 失败. Times (`after`, `before`): ISO-8601 "
+    "(2024-05-01, 2024-05-01T08:30:00Z) or epoch seconds; no zone means UTC. Errors come back as "
     "{\"error\": {\"code\", \"message\"}} - fix the argument and call again."
 )
 
@@ -67,7 +70,8 @@ _PROPERTIES = {
     "query": {
         "type": "string",
         "description": "Text to find (DISCOVERY). Words are ANDed; \"quotes\" for a phrase, word* for a prefix, "
-                       "OR, NOT/-word. E.g. 部署 回滚, \"connection refused\", デプロイ OR deploy.",
+                       "OR, NOT/-word. AND binds tighter than OR: a OR b c is a OR (b AND c); use "
+                       "parentheses: (a OR b) c. E.g. 部署 回滚, \"connection refused\", (デプロイ OR deploy) 失败.",
     },
     "session_id": {
         "type": "string",

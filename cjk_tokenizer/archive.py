@@ -19,9 +19,17 @@ Decisions callers rely on:
   raises :class:`InputError` and writes nothing of that call.
 * ``extension=True`` loads cjk_unicode61 if this host can; if it cannot (or
   with ``extension=False``) the archive works exactly as on such a host: the
-  cjk index, if the archive has one, goes stale and is not served, writes go
-  on, and the index catches up incrementally once the extension is back
-  (``auto_catch_up`` at open when the backlog is small, else ``catch_up()``).
+  cjk index, if the archive has one, is not served here; it stays live for
+  other processes until this one first writes a message, when it goes stale
+  (its triggers would need the tokenizer); writes go on, and the index
+  catches up incrementally once the extension is back (``auto_catch_up`` at
+  open when the backlog is small, else ``catch_up()``).
+* ``fold_variants=True`` creates an archive whose cjk index (and every
+  route without it) folds Han variants: Traditional and Simplified spellings
+  of a character compare equal (項目 = 项目; see the README for what that costs
+  in precision).  Recorded in the archive: reopening reads it (None, the
+  default), an explicit value that differs raises ArchiveError, and archives
+  created without it are unchanged.
 * ``cjk_unigrams`` (default True): a newly created cjk index gets the
   tokenizer option ``unigrams 1`` (schema.CJK_UNIGRAMS): one CJK character
   is then one doclist lookup, not a prefix query over every bigram starting
@@ -46,10 +54,11 @@ Decisions callers rely on:
 """
 from __future__ import annotations
 
-import json
+import os
 import threading
 import uuid
 import warnings
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import apsw
 
@@ -58,6 +67,9 @@ from .db import connect, immediate, use_wal
 from .errors import CjkTokenizerError, ExtensionError
 from .loader import load
 from .records import InputError
+
+if TYPE_CHECKING:
+    from .search import Hit
 from .schema import (
     BASE_DDL,
     cjk_unigrams,
@@ -66,7 +78,9 @@ from .schema import (
     FTS_INDEXES,
     REQUIRED_ROUTES,
     SCHEMA_VERSION,
+    record_fold_variants,
 )
+from .schema import fold_variants as fold_variants_of
 
 __all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
 
@@ -90,11 +104,15 @@ _SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_ac
 
 
 def _maybe_json(value):
-    """Parse JSON text written by the archive; anything else comes back as stored."""
+    """Parse JSON text written by the archive; anything else comes back as stored.
+
+    A row written by another tool may hold JSON no archive write accepts (too
+    deep to parse, NaN, huge): that text too comes back as stored, so one
+    record never breaks a read."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return json.loads(value)
-        except ValueError:
+            return records.load_json(value)
+        except InputError:
             pass
     return value
 
@@ -115,6 +133,25 @@ def _session(row) -> dict:
     return out
 
 
+def _check_path(path) -> str:
+    """``path`` as a file name: a str or os.PathLike naming a file, or ":memory:"."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike naming the archive file (or ':memory:'), "
+                        f"not {type(path).__name__}")
+    name = os.fspath(path)
+    if not isinstance(name, str):
+        raise TypeError(f"path must name the file as text, not {type(name).__name__}")
+    if not name:
+        raise ValueError("path is empty; name the archive file (or ':memory:')")
+    return name
+
+
+def _writable(path: str) -> bool:
+    """Whether SQLite can write ``path``: the file and its folder (for -wal/-shm files)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
+
+
 def _check_routes(indexes) -> tuple[str, ...]:
     if isinstance(indexes, str):
         raise ValueError(f"indexes must be a collection of route names, e.g. ({indexes!r},)")
@@ -131,6 +168,17 @@ def _check_routes(indexes) -> tuple[str, ...]:
 class Archive:
     """A session archive in the SQLite file ``path`` (see the module doc).
 
+    path           a str or os.PathLike naming the file, or ":memory:";
+                   anything else is a TypeError (never a file named after it).
+    readonly       True: open with SQLite's read-only URI mode; nothing is
+                   ever written (no PRAGMA that writes, no catch-up, no
+                   schema), the file must already be an archive, and every
+                   write method raises ArchiveError naming the path.  None
+                   (default): read-write, unless the file or its folder cannot
+                   be written (then as True; ``readonly`` tells which).
+                   False: read-write or an error.
+    create         False: refuse a file that is not yet an archive (an empty
+                   or 0-byte database) instead of making it one.
     extension      load cjk_unicode61 if this host can (a RuntimeWarning and
                    ``extension_error`` say why not); False acts as a host that
                    cannot.
@@ -142,17 +190,56 @@ class Archive:
                    than this many rows are behind (0: never; then call
                    catch_up()).  Larger backlogs are left for an explicit,
                    chunked catch_up() so opening never blocks for long.
+    fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
+                   recorded (off for a new one).  ``self.fold_variants`` says.
     """
 
-    def __init__(self, path, *, extension=True, indexes=None, busy_timeout: float = 10.0,
+    def __init__(self, path: str | os.PathLike, *, readonly: bool | None = None, create: bool = True,
+                 extension: bool = True, indexes: Iterable[str] | None = None, busy_timeout: float = 10.0,
                  synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False,
-                 cjk_unigrams: bool = True):
-        self.path = str(path)
+                 fold_variants: bool | None = None, cjk_unigrams: bool = True) -> None:
+        self.path = _check_path(path)
         self._cjk_unigrams = bool(cjk_unigrams)  # used when the cjk table is created (schema.fts_ddl)
+        if readonly is not None and not isinstance(readonly, bool):
+            raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
+        if fold_variants is not None and not isinstance(fold_variants, bool):
+            raise ValueError(f"fold_variants must be True, False or None, not {fold_variants!r}")
+        self._fold_variants_arg = fold_variants
+        self.fold_variants = False
         self._cjk_prefix = bool(cjk_prefix)  # used when the cjk table is created (schema.fts_ddl)
         self._lock = threading.RLock()
+        self._conn = None
+        if os.path.isdir(self.path):
+            raise ArchiveError(f"{self.path} is a directory, not an archive file")
+        exists = self.path != ":memory:" and os.path.exists(self.path)
+        if readonly and not exists:
+            raise ArchiveError(f"{self.path}: no such archive (opening read-only never creates one)")
+        auto = readonly is None
+        self._readonly_why = "opened with readonly=True" if readonly else "the file or its folder is not writable"
+        if auto:
+            readonly = exists and not _writable(self.path)
+        options = dict(create=create, extension=extension, indexes=indexes, busy_timeout=busy_timeout,
+                       synchronous=synchronous, auto_catch_up=auto_catch_up)
         try:
-            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous)
+            self._open(readonly, **options)
+        except (apsw.ReadOnlyError, apsw.CantOpenError) as exc:
+            # Writing turned out impossible (a read-only mount, a folder where
+            # SQLite cannot make its -wal file): in auto mode, read instead.
+            if not (auto and not readonly and exists):
+                raise ArchiveError(f"{self.path}: {exc}") from None
+            try:
+                self._open(True, **options)
+            except (apsw.ReadOnlyError, apsw.CantOpenError) as again:
+                raise ArchiveError(f"{self.path}: {again}") from None
+
+    def _open(self, readonly: bool, *, create, extension, indexes, busy_timeout, synchronous, auto_catch_up):
+        """Open the connection and bring the file to a usable state (writing only if not ``readonly``)."""
+        self.readonly = readonly
+        if readonly and indexes is not None:
+            raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")
+        try:
+            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous,
+                                 readonly=readonly)
         except apsw.NotADBError:
             raise ArchiveError(f"{self.path} is not a SQLite database") from None
         self.extension_loaded = False
@@ -162,22 +249,47 @@ class Archive:
                 self._check_file()
             except apsw.NotADBError:
                 raise ArchiveError(f"{self.path} is not a SQLite database") from None
-            use_wal(self._conn)
+            if (readonly or not create) and self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                why = "it was opened read-only" if readonly else "this call does not create archives"
+                raise ArchiveError(f"{self.path} is not a cjk_tokenizer archive (an empty database); "
+                                   f"left as it is: {why}")
+            if not readonly:
+                use_wal(self._conn)
             if extension:
                 try:
                     load(self._conn)
                     self.extension_loaded, self.extension_error = True, None
                 except ExtensionError as exc:
                     self.extension_error = str(exc)
-                    warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 2)
+                    warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 4)
+            if readonly:
+                # indexes this host cannot serve are left as they are and not served (live_indexes)
+                self.fold_variants = fold_variants_of(self._conn)
+                return
             self._open_schema(None if indexes is None else _check_routes(indexes))
+            self.fold_variants = fold_variants_of(self._conn)
+            if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
+                raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the setting "
+                                   f"is fixed when an archive is created (open it with fold_variants=None)")
+            # A live index this host cannot tokenize stays live while we only
+            # read (others keep being served by it); _write demotes it.
             indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix,
-                               unigrams=self._cjk_unigrams)
+                               demote=False, unigrams=self._cjk_unigrams)
             if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
                 self.catch_up()
         except BaseException:
             self._conn.close()
+            self._conn = None
             raise
+
+    def _tx(self, what: str):
+        """A write transaction (db.immediate), or a clear error on a read-only archive."""
+        self._check_writable(what)
+        return immediate(self._conn)
+
+    def _check_writable(self, what: str) -> None:
+        if self.readonly:
+            raise ArchiveError(f"{self.path} is open read-only ({self._readonly_why}): cannot {what}")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -212,6 +324,11 @@ class Archive:
             raise ArchiveError(
                 f"{self.path} has schema version {version}; this cjk_tokenizer reads version {SCHEMA_VERSION}"
             )
+        else:
+            for (route,) in conn.execute("SELECT route FROM index_state"):
+                if route not in FTS_INDEXES:
+                    raise ArchiveError(f"{self.path}: index_state names an unknown index {route!r} "
+                                       f"(known: {', '.join(FTS_INDEXES)})")
 
     def _open_schema(self, indexes) -> None:
         conn = self._conn
@@ -238,6 +355,7 @@ class Archive:
         self._check_file()  # again, inside the write transaction
         for ddl in BASE_DDL:
             conn.execute(ddl)
+        record_fold_variants(conn, bool(self._fold_variants_arg))
         for route in routes:
             indexing.create_index(conn, route, extension_loaded=self.extension_loaded, empty_table=True,
                                   prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
@@ -245,13 +363,14 @@ class Archive:
 
     # ------------------------------------------------------------------ writing
 
-    def add_session(self, session_id=None, *, title=None, source=None, started_at=None, metadata=None) -> str:
+    def add_session(self, session_id: str | None = None, *, title: str | None = None, source: str | None = None,
+                    started_at: float | str | None = None, metadata: dict | None = None) -> str:
         """Create a session and return its id (a new uuid4 string if none is given)."""
         sid = str(uuid.uuid4()) if session_id is None else records.ident(session_id, "session_id")
         row = (sid, records.text(title, "title"), records.text(source, "source"),
                records.timestamp(started_at, "started_at"),
                records.metadata_(metadata))
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx("add a session"):
             try:
                 self._conn.execute("INSERT INTO sessions(id, title, source, started_at, metadata) "
                                    "VALUES (?, ?, ?, ?, ?)", row)
@@ -259,7 +378,8 @@ class Archive:
                 raise InputError(f"session {sid!r} already exists") from None
         return sid
 
-    def update_session(self, session_id, *, title=_UNSET, source=_UNSET, metadata=_UNSET) -> bool:
+    def update_session(self, session_id: str, *, title: str | None = _UNSET, source: str | None = _UNSET,
+                       metadata: dict | None = _UNSET) -> bool:
         """Change a session's title, source or metadata; False if there is no such session."""
         sets, args = [], []
         for name, value in (("title", title), ("source", source)):
@@ -271,22 +391,23 @@ class Archive:
             args.append(records.metadata_(metadata))
         if not sets:
             return self.session(session_id) is not None
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx("update a session"):
             self._conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*args, session_id))
             return self._conn.changes() > 0
 
     def _write(self, work):
         """Run ``work()`` in one write transaction and return its result.
 
-        On a host without the extension, a writer elsewhere may finish a
-        catch-up and install live triggers into the cjk table while this
-        archive is open; our next write then fails to compile them ("no such
-        tokenizer").  Nothing was written (the transaction rolled back), so we
-        switch the index back to stale and run the work once more.
+        On a host without the extension, the cjk index may be live: left so
+        at open (reading needs no change), or made so meanwhile by a catch-up
+        elsewhere.  A write then fails to compile its triggers ("no such
+        tokenizer") and nothing is written (the transaction rolled back), so
+        we switch the index to stale and run the work once more.  Only
+        writers demote: a process that merely reads leaves it served.
         """
         with self._lock:
             try:
-                with immediate(self._conn):
+                with self._tx("write messages"):
                     return work()
             except apsw.SQLError as exc:
                 if self.extension_loaded or "no such tokenizer" not in str(exc):
@@ -303,26 +424,28 @@ class Archive:
         self._conn.execute(_INSERT_MSG, (sid, *row))
         return self._conn.last_insert_rowid()
 
-    def add_message(self, session_id, role, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
-                    tool_call_id=None, timestamp=None, metadata=None) -> int:
+    def add_message(self, session_id: str, role: str, content: str | None = None, *, reasoning: str | None = None,
+                    tool_name: str | None = None, tool_calls: list | None = None, tool_call_id: str | None = None,
+                    timestamp: float | str | None = None, metadata: dict | None = None) -> int:
         """Append one message and return its id.
 
         ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
-        or JSON text; ``timestamp`` seconds since the epoch or a datetime
-        (default: now).  The session is created if it does not exist.
+        or JSON text; ``timestamp`` epoch seconds, ISO-8601 text or a datetime
+        by the package's one time rule (timeutil.py; no zone means UTC;
+        default: now).  The session is created if it does not exist.
         """
         sid = records.ident(session_id, "session_id")
         row = records.message_row(role, content, reasoning=reasoning, tool_name=tool_name, tool_calls=tool_calls,
                                   tool_call_id=tool_call_id, timestamp_=timestamp, metadata=metadata)
         return self._write(lambda: self._insert(sid, row))
 
-    def add_openai_message(self, session_id, msg: dict) -> int:
+    def add_openai_message(self, session_id: str, msg: dict) -> int:
         """Append an OpenAI-style message dict (see records.py for what is accepted)."""
         sid = records.ident(session_id, "session_id")
         row = records.openai_row(msg)
         return self._write(lambda: self._insert(sid, row))
 
-    def add_messages(self, session_id, messages) -> list[int]:
+    def add_messages(self, session_id: str, messages: Iterable[dict]) -> list[int]:
         """Append OpenAI-style message dicts in one transaction; all or nothing."""
         sid = records.ident(session_id, "session_id")
         rows = []
@@ -333,7 +456,8 @@ class Archive:
                 raise InputError(f"message #{i}: {exc}") from None
         return self._write(lambda: [self._insert(sid, row) for row in rows])
 
-    def bulk_import(self, messages, *, session_id=None, batch_size: int = 2000, progress=None) -> int:
+    def bulk_import(self, messages: Iterable[dict], *, session_id: str | None = None, batch_size: int = 2000,
+                    progress: Callable[[int], Any] | None = None) -> int:
         """Append many OpenAI-style dicts fast: one transaction per batch.
 
         A batch is ``batch_size`` messages, or fewer once it holds
@@ -408,8 +532,9 @@ class Archive:
         finally:
             conn.execute("DELETE FROM temp.bulk_staging")
 
-    def update_message(self, message_id: int, *, content=_UNSET, reasoning=_UNSET, tool_name=_UNSET,
-                       tool_calls=_UNSET, timestamp=_UNSET, metadata=_UNSET) -> bool:
+    def update_message(self, message_id: int, *, content: str | None = _UNSET, reasoning: str | None = _UNSET,
+                       tool_name: str | None = _UNSET, tool_calls: list | None = _UNSET,
+                       timestamp: float | str | None = _UNSET, metadata: dict | None = _UNSET) -> bool:
         """Change fields of a message (indexes follow); False if there is no such message."""
         sets, args = [], []
         for name, value in (("content", content), ("reasoning", reasoning), ("tool_name", tool_name)):
@@ -441,7 +566,7 @@ class Archive:
 
         return self._write(delete)
 
-    def delete_session(self, session_id) -> int:
+    def delete_session(self, session_id: str) -> int:
         """Delete a session and all its messages; returns how many messages went."""
         def delete():
             n = self._conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]
@@ -451,6 +576,35 @@ class Archive:
 
         return self._write(delete)
 
+    # ------------------------------------------------------------------ import / export (importers/, export.py)
+
+    def import_source(self, path: str | os.PathLike | Iterable[str | os.PathLike], format: str = "auto", *,
+                      progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
+        """Import a file, a folder, ``"-"`` (stdin) or a list of them; returns an ImportReport.
+
+        ``format``: "auto" (detected per file), "openai", "claude-code",
+        "codex" or "hermes".  Records already imported from the same source
+        are not added again; see importers/driver.py.
+        """
+        from .importers import import_source
+
+        with self._lock:
+            return import_source(self, path, format, progress=progress, batch_size=batch_size)
+
+    def sync(self, *, progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
+        """Import again every path this archive was given; returns an ImportReport."""
+        from .importers import sync
+
+        with self._lock:
+            return sync(self, progress=progress, batch_size=batch_size)
+
+    def export(self, out: IO[str], *, session_id: str | None = None, format: str = "jsonl") -> int:
+        """Write all sessions (or ``session_id``) to a text stream as JSONL or Markdown (export.py)."""
+        from .export import export
+
+        with self._lock:
+            return export(self, out, session_id=session_id, format=format)
+
     # ------------------------------------------------------------------ reading
 
     def get_message(self, message_id: int) -> dict | None:
@@ -458,7 +612,8 @@ class Archive:
             row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (int(message_id),)).fetchone()
         return None if row is None else _message(row)
 
-    def messages_of(self, session_id, *, after_id=None, before_id=None, limit=None, order: str = "asc") -> list[dict]:
+    def messages_of(self, session_id: str, *, after_id: int | None = None, before_id: int | None = None,
+                    limit: int | None = None, order: str = "asc") -> list[dict]:
         """A session's messages by id: those with after_id < id < before_id, ``limit`` of them.
 
         ``order="asc"`` gives the first ones oldest first; ``"desc"`` the last
@@ -482,13 +637,13 @@ class Archive:
         with self._lock:
             return [_message(r) for r in self._conn.execute(sql, args)]
 
-    def session(self, session_id) -> dict | None:
+    def session(self, session_id: str) -> dict | None:
         """A session with its message_count and last_active time, or None."""
         with self._lock:
             row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _session(row)
 
-    def sessions(self, *, limit=None, offset: int = 0) -> list[dict]:
+    def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
         """Sessions, most recently active first (those with no messages last)."""
         sql = f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_active DESC, started_at DESC, id"
         args: list = []
@@ -501,7 +656,7 @@ class Archive:
         with self._lock:
             return [_session(r) for r in self._conn.execute(sql, args)]
 
-    def count_messages(self, session_id=None) -> int:
+    def count_messages(self, session_id: str | None = None) -> int:
         with self._lock:
             if session_id is None:
                 return int(self._conn.execute("SELECT count(*) FROM messages").fetchone()[0])
@@ -514,8 +669,10 @@ class Archive:
 
     # ------------------------------------------------------------------ search (search.py)
 
-    def search(self, query, *, include_reasoning=False, roles=None, session_id=None, after=None, before=None,
-               sort="relevance", limit=20, route=None, offset=0, cursor=None, **options):
+    def search(self, query: str, *, include_reasoning: bool = False, roles: Iterable[str] | None = None,
+               session_id: str | None = None, after: float | str | None = None, before: float | str | None = None,
+               sort: str = "relevance", limit: int = 20, route: str | None = None, offset: int = 0,
+               cursor: str | None = None, **options: Any) -> list[Hit]:
         """Find messages; see search.py for the query language, filters, paging and Hit fields.
 
         Returns a list of Hit with ``next_cursor`` (search.Hits): pass it as
@@ -531,18 +688,22 @@ class Archive:
                               cjk_unigrams=cjk_unigrams(self._conn),
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
-                              cursor=cursor, **options)
+                              cursor=cursor, fold_variants=self.fold_variants, **options)
 
-    def explain(self, query, **options) -> dict:
+    def explain(self, query: str, **options: Any) -> dict:
         """Which route(s) would serve ``query`` on this archive now, and why."""
         from .search import explain
 
         with self._lock:
-            return explain(query, self.live_indexes(), cjk_unigrams=cjk_unigrams(self._conn), **options)
+            return explain(query, self.live_indexes(), cjk_unigrams=cjk_unigrams(self._conn),
+                           fold_variants=self.fold_variants, **options)
 
-    def session_search(self, query=None, session_id=None, around_message_id=None, window=None, limit=None,
-                       include_reasoning=False, roles=None, after=None, before=None, sort=None,
-                       exclude_session_ids=None, offset=None, cursor=None) -> dict:
+    def session_search(self, query: str | None = None, session_id: str | None = None,
+                       around_message_id: int | None = None, window: int | None = None, limit: int | None = None,
+                       include_reasoning: bool = False, roles: Iterable[str] | None = None,
+                       after: float | str | None = None, before: float | str | None = None, sort: str | None = None,
+                       exclude_session_ids: Iterable[str] | None = None, offset: int | None = None,
+                       cursor: str | None = None) -> dict:
         """The agents' tool: discovery, scroll, read or browse, inferred from the arguments.
 
         Returns a JSON-serializable dict; errors come back inside it, never as
@@ -589,7 +750,8 @@ class Archive:
         return sum(indexing.behind(self._conn, r, cap=cap) for r, (s, _) in indexing.states(self._conn).items()
                    if s in ("stale", "building") and self._available(r))
 
-    def catch_up_iter(self, route=None, *, chunk: int = 1000, target_seconds: float | None = 0.25):
+    def catch_up_iter(self, route: str | None = None, *, chunk: int = 1000,
+                      target_seconds: float | None = 0.25) -> Iterator[Progress]:
         """Yield a :class:`Progress` after each committed chunk of catch-up work.
 
         Covers ``route`` or every stale/building index this host can tokenize.
@@ -598,6 +760,7 @@ class Archive:
         about ``target_seconds`` (None keeps it fixed).  Not to be shared
         between threads while running.
         """
+        self._check_writable("update indexes")
         routes = self._catchable(route)
         for r in routes:
             yield from indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
@@ -618,7 +781,8 @@ class Archive:
                 return False
         return True
 
-    def catch_up(self, progress=None, *, route=None, chunk: int = 1000,
+    def catch_up(self, progress: Callable[[Progress], bool] | None = None, *, route: str | None = None,
+                 chunk: int = 1000,
                  target_seconds: float | None = 0.25) -> bool:
         """Bring stale/building indexes up to date incrementally, in committed chunks.
 
@@ -631,7 +795,8 @@ class Archive:
                 return False
             return all(v["status"] == "live" for v in self.index_status().values() if v["tokenizer_available"])
 
-    def rebuild(self, route=None, progress=None, *, restart: bool = False, chunk: int = 1000,
+    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool] | None = None, *,
+                restart: bool = False, chunk: int = 1000,
                 target_seconds: float | None = 0.25) -> bool:
         """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
 
@@ -639,6 +804,7 @@ class Archive:
         continues where it stopped unless ``restart=True``.  Progress and
         stopping work as in :meth:`catch_up`.
         """
+        self._check_writable("rebuild indexes")
         with self._lock:
             st = indexing.states(self._conn)
             routes = [route] if route is not None else [r for r in st if self._available(r)]
@@ -656,12 +822,28 @@ class Archive:
         """Add an index to this archive; it is filled by catch_up()/rebuild() (or auto_catch_up at open)."""
         if route not in FTS_INDEXES:
             raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
-        with self._lock, immediate(self._conn):
+        with self._lock, self._tx(f"add the {route} index"):
             if route in indexing.states(self._conn):
                 return
             empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
             indexing.create_index(self._conn, route, extension_loaded=self.extension_loaded, empty_table=empty,
                                   prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
+
+    def pause_index(self, route: str = "cjk") -> bool:
+        """Mark a live index stale so writers without its tokenizer can write.
+
+        A connection that lacks the tokenizer (the sqlite3 shell or stdlib
+        sqlite3 without the extension loaded) cannot write messages while the
+        index is live: its triggers fail with "no such tokenizer".  Paused,
+        the index records changes instead and is not served; ``catch_up()``
+        (or auto_catch_up when an archive with the extension opens) resumes
+        it.  Returns False if it was not live.  Works with or without the
+        extension here.
+        """
+        with self._lock:
+            if route not in indexing.states(self._conn):
+                raise ArchiveError(f"the archive has no {route!r} index")
+            return indexing.pause(self._conn, route)
 
     def drop_index(self, route: str) -> None:
         """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""
@@ -673,7 +855,7 @@ class Archive:
             if not self._available(route):
                 raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
                                    f"({self.extension_error})")
-            with immediate(self._conn):
+            with self._tx(f"drop the {route} index"):
                 indexing.drop_index(self._conn, route)
 
     def integrity_check(self) -> dict[str, str]:
@@ -685,6 +867,8 @@ class Archive:
                     out[route] = "skipped: no table"
                 elif not self._available(route):
                     out[route] = f"skipped: tokenizer unavailable ({self.extension_error})"
+                elif self.readonly:  # FTS5 runs its check as a write statement
+                    out[route] = "skipped: the archive is open read-only"
                 else:
                     out[route] = indexing.integrity_check(self._conn, route, status)
             try:

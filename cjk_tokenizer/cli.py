@@ -1,8 +1,14 @@
 """Command line: ``python -m cjk_tokenizer <command>`` (also installed as ``cjk-tokenizer``).
 
-Commands: path, tokenize, search, import, explain, doctor, rebuild, mcp, demo.
+Commands: path, tokenize, search, import, sync, export, explain, doctor, rebuild, mcp, demo.
 Errors are one line on stderr and a non-zero exit (1: the operation failed,
 2: bad command-line usage); long operations draw a progress bar on stderr.
+Output cut short by the reader (``… | head``) ends the command quietly with
+exit status 141, as SIGPIPE ends standard tools.  The read commands (search,
+explain, doctor) never create or convert a file, and read an archive they
+cannot write (read-only file, folder or mount) read-only.  A query that
+starts with ``-`` (an exclusion such as ``-部署``) is taken as the query, not
+as an option.
 """
 from __future__ import annotations
 
@@ -10,9 +16,11 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from dataclasses import asdict
 
 from .errors import CjkTokenizerError
+from .timeutil import FORMATS_HELP
 
 GAP = "\x1e"
 
@@ -43,19 +51,22 @@ def _open_archive(path, *, must_exist=True, **kw):
     return Archive(path, **kw)
 
 
-def _time_arg(value):
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return value  # ISO-8601; the search layer parses and reports bad ones
+def _read_archive(path, **kw):
+    """An existing archive for a read command: never created or converted, read-only if unwritable."""
+    return _open_archive(path, readonly=None, create=False, auto_catch_up=0, **kw)
+
+
+def _time_arg(value, option: str):
+    from .timeutil import epoch_seconds
+
+    return None if value is None else epoch_seconds(value, option)
 
 
 def _cmd_search(args) -> int:
-    with _open_archive(args.db, auto_catch_up=0) as ar:
+    after, before = _time_arg(args.after, "--after"), _time_arg(args.before, "--before")
+    with _read_archive(args.db) as ar:
         hits = ar.search(args.query, include_reasoning=args.reasoning, roles=args.role or None,
-                         session_id=args.session, after=_time_arg(args.after), before=_time_arg(args.before),
+                         session_id=args.session, after=after, before=before,
                          sort=args.sort, limit=args.limit, route=args.route, offset=args.offset,
                          cursor=args.cursor)
         if args.json:
@@ -68,7 +79,7 @@ def _cmd_search(args) -> int:
         for h in hits:
             where = ",".join(h.matched_in) or "?"
             said = " (thought)" if h.matched_in == ["reasoning"] else ""
-            print(f"#{h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
+            print(f"message {h.message_id} {h.session_id} {h.role} [{where}{said}] via {h.route}")
             print("    " + h.snippet.replace("\n", " "))
         if hits.next_cursor:
             print(f"next page: --cursor {hits.next_cursor}", file=sys.stderr)
@@ -76,23 +87,62 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_explain(args) -> int:
-    with _open_archive(args.db, auto_catch_up=0) as ar:
+    with _read_archive(args.db) as ar:
         print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
     return 0
 
 
-def _cmd_import(args) -> int:
-    from .importer import import_jsonl
+def _print_import(report, db) -> int:
+    for line in report.problems():
+        print(f"cjk-tokenizer: {line}", file=sys.stderr)
+    print(f"{report.summary()} into {db}")
+    return 1 if report.bad else 0
+
+
+def _import_progress():
     from .progress import ProgressBar
 
-    size = os.path.getsize(args.file)
     bar = ProgressBar("import")
-    with _open_archive(args.db, must_exist=False, extension=not args.no_extension) as ar:
-        counts = import_jsonl(ar, args.file, batch_size=args.batch_size,
-                              progress=lambda n: bar.update(n, None, "messages"))
-        bar.finish(counts["messages"], None, "messages")
-        print(f"imported {counts['messages']:,} messages ({counts['sessions']:,} session headers) "
-              f"from {args.file} ({size / 2**20:,.1f} MiB) into {args.db}")
+    bar.last = (0, None)
+
+    def progress(done, total):
+        bar.last = (done, total)
+        bar.update(done, total, "bytes read")
+    return bar, progress
+
+
+def _cmd_import(args) -> int:
+    from .importers import driver
+
+    # Plan first: a bad path or an unknown format fails before the archive is created.
+    planned = driver.plan(args.sources, args.format, exclude=driver.archive_files(args.db))
+    bar, progress = _import_progress()
+    with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
+                       fold_variants=True if args.fold_variants else None) as ar:
+        report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size)
+        bar.finish(*bar.last, "bytes read")
+        return _print_import(report, args.db)
+
+
+def _cmd_sync(args) -> int:
+    from .importers import sync
+
+    bar, progress = _import_progress()
+    with _open_archive(args.db, extension=not args.no_extension) as ar:
+        report = sync(ar, progress=progress, batch_size=args.batch_size)
+        bar.finish(*bar.last, "bytes read")
+        return _print_import(report, args.db)
+
+
+def _cmd_export(args) -> int:
+    from .export import export
+
+    with _read_archive(args.db) as ar:
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                export(ar, out, session_id=args.session, format=args.format)
+        else:
+            export(ar, sys.stdout, session_id=args.session, format=args.format)
     return 0
 
 
@@ -143,21 +193,66 @@ def _cmd_mcp(args) -> int:
     return serve(args.db)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: one line; exit status 1 if the compiled library is missing or of another version."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__, _native
+
+        if not _native.available():
+            parser.exit(1, f"cjk-tokenizer {__version__}, without its compiled library: {_native.missing_reason()}\n")
+        built = _native.version()
+        if built != __version__:
+            parser.exit(1, f"cjk-tokenizer {__version__}, but its compiled library is {built}: rebuild it "
+                           "(`pip install -e .` in a checkout) or reinstall cjk-tokenizer\n")
+        print(f"cjk-tokenizer {__version__}")
+        parser.exit(0)
+
+
 def _add_search_filters(p):
     p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
     p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
                    help="only these roles (repeatable)")
     p.add_argument("--session", help="only this session id")
-    p.add_argument("--after", help="only messages after this time (epoch seconds or ISO-8601)")
-    p.add_argument("--before", help="only messages before this time")
+    p.add_argument("--after", help="only messages at or after this time: " + FORMATS_HELP)
+    p.add_argument("--before", help="only messages before this time (same formats)")
     p.add_argument("--sort", default="relevance", choices=["relevance", "newest", "oldest"])
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--route", choices=["cjk", "unicode61", "trigram", "scan"], help="force a route (debugging)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that ``-word`` is a value unless it is one of the command's options.
+
+    A search query may start with ``-`` (``-部署``, ``-deploy``: an
+    exclusion); plain argparse would take it for an unknown option.
+    """
+
+    def _parse_optional(self, arg_string):
+        if arg_string.startswith("-") and not arg_string.startswith("--") and len(arg_string) > 1 \
+                and arg_string not in self._option_string_actions and "=" not in arg_string:
+            return None
+        return super()._parse_optional(arg_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cjk-tokenizer",
+    parser = _Parser(prog="cjk-tokenizer",
                                      description="CJK full-text search for SQLite: tools and session archives.")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the version (the package's and its compiled library's are one) and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("path", help="print the loadable library's path (for .load in the sqlite3 shell)")
@@ -185,12 +280,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reasoning", action="store_true")
     p.set_defaults(func=_cmd_explain)
 
-    p = sub.add_parser("import", help="import a JSONL file of OpenAI-style messages into DB (created if missing)")
+    p = sub.add_parser("import", help="import agent histories (files, folders, - for stdin) into DB (created if missing)")
     p.add_argument("db")
-    p.add_argument("file")
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a file, a folder (every file of the format under it) or - (stdin)")
+    p.add_argument("--format", default="auto", choices=["auto", "openai", "claude-code", "codex", "hermes"],
+                   help="the sources' format (default: detected per file)")
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.add_argument("--fold-variants", action="store_true",
+                   help="create DB folding Traditional/Simplified Han variants (項目 = 项目); fixed at creation")
     p.set_defaults(func=_cmd_import)
+
+    p = sub.add_parser("sync", help="import again every source DB was ever given (only what is new is added)")
+    p.add_argument("db")
+    p.add_argument("--batch-size", type=int, default=2000)
+    p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.set_defaults(func=_cmd_sync)
+
+    p = sub.add_parser("export", help="write DB's sessions as JSONL (imports back) or Markdown (to read)")
+    p.add_argument("db")
+    p.add_argument("--session", help="only this session id")
+    p.add_argument("--format", default="jsonl", choices=["jsonl", "markdown"])
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("doctor", help="check SQLite, FTS5, the extension on this host, and DB's indexes")
     p.add_argument("db", nargs="?")
@@ -209,18 +322,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_mcp)
 
     p = sub.add_parser("demo", help="build a sample multilingual archive and search it")
-    p.add_argument("--scale", type=int, default=2000,
-                   help="sessions of haystack per bundled session (the LIKE scan reads them all)")
+    p.add_argument("--scale", type=_positive_int, default=2000,
+                   help="copies of the bundled sessions, the first real, the rest synthetic haystack "
+                        "(shifted letters) that the LIKE scan reads too; at least 1")
     p.add_argument("--keep", metavar="PATH", help="keep the demo archive at PATH")
     p.set_defaults(func=_cmd_demo)
     return parser
+
+
+def _warn_in_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    # e.g. an archive opened without the extension says why, once, without a source line
+    print(f"cjk-tokenizer: warning: {message}", file=sys.stderr)
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly.  Python would try to
+        # flush stdout again at exit and complain; point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141
     except KeyboardInterrupt:
         print("cjk-tokenizer: interrupted (finished chunks are kept; run the command again to resume)",
               file=sys.stderr)

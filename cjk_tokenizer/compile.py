@@ -32,13 +32,18 @@ unicode61  terms made only of words.  Each is the phrase as typed plus its
            negated term the router closes the flagged gaps (``exhaustive``):
            there a miss would be a false hit.
 trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
-           (half-width, decomposed voiced marks) of the run, or of its longest
+           (half-width, decomposed voiced marks; Han variants on an archive
+           that folds them) of the run, or of its longest
            part with few enough spellings, checked in Python unless the run
            can only be written one way.  Words are not expressible (trigram
-           knows neither word boundaries nor accent folding).
+           knows neither word boundaries nor accent folding).  Not flagged:
+           a run interrupted by a variation selector (辻+U+E0101村) holds
+           no trigram of the run, so it is not found here.
 scan       every term, by reading rows: ``instr()`` on the text (on
-           ``cjk_fold(text)`` when a character has other spellings) for a CJK
-           run, exact; other terms are checked in Python on the rows that
+           ``cjk_fold(text)`` when a character has other spellings;
+           ``cjk_fold(text, 1)`` on an archive that folds Han variants) for a CJK
+           run, exact (rows holding a variation selector get the folded
+           check); other terms are checked in Python on the rows that
            hold their CJK units.  Slow: the route of last resort.  When the
            router uses it for CJK mixed with words (no cjk index), trigram
            narrows the rows down first, and unicode61 + trigram do so for the
@@ -108,7 +113,7 @@ def _verify(term: Term, columns) -> tuple[str, tuple]:
     return f"cjk_term_match(?, {cols})", (term.key(),)
 
 
-def _stable_piece(needle: str) -> str:
+def _stable_piece(needle: str, variants: bool) -> str:
     """The longest run of characters in ``needle`` that have one spelling only.
 
     Where the folded text holds ``needle``, the raw text holds this run as it
@@ -116,25 +121,34 @@ def _stable_piece(needle: str) -> str:
     instr() on it can rule rows out before the folding."""
     best = cur = ""
     for ch in needle:
-        cur = cur + ch if spellings.is_stable(ch) else ""
+        cur = cur + ch if spellings.is_stable(ch, variants) else ""
         if len(cur) > len(best):
             best = cur
     return best
 
 
-def _instr(needle: str, columns) -> tuple[str, tuple]:
+# Rows holding a variation selector: a CJK letter followed by one is that
+# letter to every route that folds, so raw text may hide a run there (辻+VS村
+# holds 辻村).  Rare in practice; such rows get the folded check.
+VS_GLOB = "*[\ufe00-\ufe0f\U000e0100-\U000e01ef]*"
+
+
+def _instr(needle: str, columns, variants: bool = False) -> tuple[str, tuple]:
     """Exact: the folded text of a searched column contains ``needle``."""
-    if spellings.all_stable(needle):  # raw text holds it exactly where folded text does
-        parts = [f"ifnull(instr(m.{c}, ?), 0) > 0" for c in columns]
-        return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
-    piece = _stable_piece(needle)
+    fold = "cjk_fold({}, 1)" if variants else "cjk_fold({})"
+    if spellings.all_stable(needle, variants):  # raw text holds it where folded text does, but for selectors
+        parts = [f"(ifnull(instr(m.{c}, ?), 0) > 0 OR "
+                 f"(CASE WHEN m.{c} GLOB ? THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END))" for c in columns]
+        return "(" + " OR ".join(parts) + ")", (needle, VS_GLOB, needle) * len(columns)
+    piece = _stable_piece(needle, variants)
     if not piece:
-        parts = [f"instr(cjk_fold(m.{c}), ?) > 0" for c in columns]
+        parts = [f"instr({fold.format(f'm.{c}')}, ?) > 0" for c in columns]
         return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
-    # CASE keeps the order: the Python fold runs only on rows holding the piece.
-    parts = [f"(CASE WHEN ifnull(instr(m.{c}, ?), 0) > 0 THEN instr(cjk_fold(m.{c}), ?) > 0 ELSE 0 END)"
-             for c in columns]
-    return "(" + " OR ".join(parts) + ")", (piece, needle) * len(columns)
+    # CASE keeps the order: the Python fold runs only on rows holding the piece
+    # (or a variation selector).
+    parts = [f"(CASE WHEN ifnull(instr(m.{c}, ?), 0) > 0 OR m.{c} GLOB ? "
+             f"THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END)" for c in columns]
+    return "(" + " OR ".join(parts) + ")", (piece, VS_GLOB, needle) * len(columns)
 
 
 def _nonascii(columns) -> str:
@@ -159,9 +173,9 @@ def _checked(narrow, check) -> tuple[str, tuple]:
     return sql, params
 
 
-def _trigram_lookup(text: str) -> str | None:
+def _trigram_lookup(text: str, variants: bool = False) -> str | None:
     """trigram expression finding every raw spelling of (a part of) ``text``."""
-    found = spellings.best_window(text, TRIGRAM_MIN, TRIGRAM_SPELLINGS)
+    found = spellings.best_window(text, TRIGRAM_MIN, TRIGRAM_SPELLINGS, variants)
     if found is None:
         return None
     return "(" + " OR ".join(phrase(s) for s in found[1]) + ")"
@@ -253,15 +267,15 @@ def unicode61_term(term: Term, columns, *, trigram: bool = False, exhaustive: bo
 def trigram_term(term: Term, columns, **_) -> TermSql | None:
     if any(u.kind != CJK for u in term.units):
         return None
-    lookups = [(len(u.text), _trigram_lookup(u.text)) for u in term.units]
+    lookups = [(len(u.text), _trigram_lookup(u.text, term.variants)) for u in term.units]
     if not all(x for _, x in lookups):
         return None
     expr = " AND ".join(_longest(lookups))
     sql, params = _in_fts("trigram", columns, expr)
     text = term.units[0].text
-    if len(term.units) == 1 and expr == "(" + phrase(text) + ")" and spellings.all_stable(text):
+    if len(term.units) == 1 and expr == "(" + phrase(text) + ")" and spellings.all_stable(text, term.variants):
         return TermSql("trigram", sql, params, expr, True, True, expr)
-    check = _instr(text, columns) if term.is_cjk_run else _verify(term, columns)
+    check = _instr(text, columns, term.variants) if term.is_cjk_run else _verify(term, columns)
     sql, params = _checked([(sql, params)], check)
     return TermSql("trigram", sql, params, None, False, True, f"{expr}, checked on the folded text")
 
@@ -282,7 +296,7 @@ def _word_prefilter(unit, columns) -> tuple[str, tuple] | None:
 
 def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False, **_) -> TermSql:
     if term.is_cjk_run:
-        sql, params = _instr(term.units[0].text, columns)
+        sql, params = _instr(term.units[0].text, columns, term.variants)
         return TermSql("scan", sql, params, None, False, True, f"instr() for {term.units[0].text!r} in every row")
     parts, via = [], []
     # narrow the rows down before the Python check: CJK units exactly (all
@@ -290,12 +304,12 @@ def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False
     # trigram for glued ones when both are allowed (unicode61's gap)
     for u in sorted(term.units, key=lambda u: -len(u.text))[:MAX_LOOKUPS]:
         if u.kind == CJK:
-            lookup = _trigram_lookup(u.text) if trigram else None
+            lookup = _trigram_lookup(u.text, term.variants) if trigram else None
             if lookup:
                 parts.append(_in_fts("trigram", columns, lookup))
                 via.append(f"trigram {lookup}")
             else:
-                parts.append(_instr(u.text, columns))
+                parts.append(_instr(u.text, columns, term.variants))
                 via.append(f"instr() {u.text!r}")
         elif trigram and words:
             found = _word_prefilter(u, columns)
@@ -411,7 +425,7 @@ def _score_form(route: str, term: Term, columns) -> str | None:
     if route == "unicode61":
         return unicode61_expr(term)
     if route == "trigram":
-        lookups = [(len(u.text), _trigram_lookup(u.text)) for u in term.units]
+        lookups = [(len(u.text), _trigram_lookup(u.text, term.variants)) for u in term.units]
         return " AND ".join(_longest(lookups)) if all(x for _, x in lookups) else None
     return None
 

@@ -7,15 +7,19 @@ to the busy timeout for the write lock.
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
+from urllib.parse import quote
 
 import apsw
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-def connect(path: str, *, busy_timeout_ms: int, synchronous: str) -> apsw.Connection:
+def connect(path: str, *, busy_timeout_ms: int, synchronous: str, readonly: bool = False) -> apsw.Connection:
     """An APSW connection with a busy timeout and foreign keys enforced.
+
+    ``readonly=True`` gives ``connect_readonly(path)`` instead.
 
     WAL is switched on separately (``use_wal``), once the caller knows the
     file is an archive: the journal mode is a persistent property of the
@@ -29,6 +33,8 @@ def connect(path: str, *, busy_timeout_ms: int, synchronous: str) -> apsw.Connec
     sync = str(synchronous).upper()
     if sync not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
+    if readonly:
+        return connect_readonly(path, busy_timeout_ms=busy_timeout_ms)
     conn = apsw.Connection(str(path))
     try:
         conn.set_busy_timeout(int(busy_timeout_ms))
@@ -38,6 +44,35 @@ def connect(path: str, *, busy_timeout_ms: int, synchronous: str) -> apsw.Connec
         conn.close()
         raise
     return conn
+
+
+def connect_readonly(path: str, *, busy_timeout_ms: int) -> apsw.Connection:
+    """A connection that cannot write: SQLite's URI ``mode=ro``, no PRAGMA that writes.
+
+    A WAL file needs its ``-shm`` index; in a folder where SQLite cannot make
+    one (a read-only mount or folder, the archive closed cleanly), ``mode=ro``
+    cannot open it, and the file is opened with ``immutable=1``: SQLite then
+    reads it without any locking, so a change another process makes while
+    this connection is open is not seen (or may be misread).  A reader of a
+    folder nobody may write in has no such writer.
+    """
+    uri = "file:" + quote(os.path.abspath(path), safe="/")
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    folder = os.path.dirname(os.path.abspath(path))
+    for params in ("?mode=ro", "?mode=ro&immutable=1"):
+        conn = apsw.Connection(uri + params, flags=flags)
+        try:
+            conn.set_busy_timeout(int(busy_timeout_ms))
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # opening is lazy: read now
+            return conn
+        except apsw.CantOpenError:
+            conn.close()
+            if os.access(folder, os.W_OK):  # not the -shm case: a real failure
+                raise
+        except BaseException:
+            conn.close()
+            raise
+    raise apsw.CantOpenError("unable to open database file (read-only, even as immutable)")
 
 
 def use_wal(conn: apsw.Connection) -> None:

@@ -75,8 +75,14 @@ def _ms(seconds: float) -> str:
 
 
 def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
+    from . import _native
     from .archive import Archive
+    from .errors import ExtensionError
 
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise ValueError(f"scale must be an integer of at least 1 (1 = the bundled sessions alone), not {scale!r}")
+    if not _native.available():  # the demo shows the extension at work: say why it cannot, before building
+        raise ExtensionError(_native.missing_reason())
     out = out or print
     tmp = None
     if keep:
@@ -90,7 +96,7 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
         lines = _sample_lines()
         with Archive(path) as ar:
             t0 = time.perf_counter()
-            n = ar.bulk_import(sample_messages(max(1, scale), lines))
+            n = ar.bulk_import(sample_messages(scale, lines))
             for line in lines:
                 if line.get("type") == "session":
                     ar.update_session(line["id"], title=line["title"])
@@ -99,6 +105,10 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
             out(f"Built {path}: {n:,} messages in {ar.count_sessions():,} sessions, "
                 f"{sizes.get('text', 0) / 2**20:.1f} MiB of text, in {took:.1f} s "
                 f"(extension {'loaded' if ar.extension_loaded else 'NOT loaded: ' + str(ar.extension_error)}).")
+            if scale > 1:
+                out(f"The bundled sessions are there once as they are; the other {scale - 1:,} copies are "
+                    "synthetic haystack (every letter shifted within its script), which the searches below "
+                    "must not find and a scan has to read.")
             out("Indexes: " + ", ".join(f"{r} {sizes[r] / 2**20:.1f} MiB" for r in sorted(ar.live_indexes()) if r in sizes))
             # First use registers SQL functions and builds the scan route's table
             # of spellings; time the searches, not that.
@@ -123,10 +133,12 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
                     out("  (no matches)")
                 for h in hits:
                     label = {"content": "said", "reasoning": "THOUGHT"}.get(h.matched_in[0] if h.matched_in else "", "matched")
-                    out(f"  #{h.message_id} [{h.session_id} {h.role}, {label} in {','.join(h.matched_in)}] "
+                    out(f"  message {h.message_id} [{h.session_id} {h.role}, {label} in {','.join(h.matched_in)}] "
                         f"{h.snippet.replace(chr(10), ' ')}")
         if keep:
             out(f"\nKept {path}. Try: python -m cjk_tokenizer search {path} '部署' --reasoning")
+        else:
+            out(f"\nDeleting {path} now; run the demo with --keep PATH to keep the archive and search it yourself.")
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

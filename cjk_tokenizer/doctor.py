@@ -70,13 +70,29 @@ def host_report() -> list[tuple[str, str, bool]]:
 
 
 def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str, bool]]:
-    from .archive import Archive
+    """Rows about the archive at ``path``; a file that cannot be opened as one is a BAD row naming it.
 
-    rows = []
+    The file is never created or converted; it is read read-only when it
+    cannot be written (then FTS5's integrity-check, a write statement, is
+    skipped).
+    """
+    import apsw
+
+    from .archive import Archive
+    from .errors import CjkTokenizerError
+
     if not os.path.exists(path):
         return [("archive", f"{path}: no such file", False)]
-    with Archive(path, auto_catch_up=0) as ar:
-        rows.append(("archive", f"{path}: {ar.count_sessions():,} sessions, {ar.count_messages():,} messages", True))
+    try:
+        ar = Archive(path, readonly=None, create=False, auto_catch_up=0)
+    except (CjkTokenizerError, OSError, apsw.Error) as exc:
+        text = str(exc)
+        return [("archive", text if path in text else f"{path}: {text}", False)]
+    rows = []
+    with ar:
+        mode = " (read-only)" if ar.readonly else ""
+        rows.append(("archive", f"{path}{mode}: {ar.count_sessions():,} sessions, "
+                                f"{ar.count_messages():,} messages", True))
         rows.append(("extension here", "loaded" if ar.extension_loaded else f"not loaded: {ar.extension_error}",
                      ar.extension_loaded))
         sizes = ar.index_sizes()

@@ -15,3 +15,8 @@ class ExtensionError(CjkTokenizerError):
 
 class QueryError(CjkTokenizerError, ValueError):
     """A search query that no route can answer (for example, an empty one)."""
+
+
+class TimeValueError(CjkTokenizerError, ValueError):
+    """A time value (a timestamp, ``after``, ``before``, ``started_at``) that is not
+    one the package accepts; the message names the argument (rules: timeutil.py)."""

@@ -7,11 +7,13 @@ module is their only implementation.
 """
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from typing import Iterator, Sequence
 
 from . import _native
-from .query import And, Not, Or, Term, positive_terms, term_from_key
-from .units import CJK, WORD, Analysis, analyze, clean
+from .query import And, Not, Or, Term, positive_terms, term_from_key, terms as all_terms
+from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces
 
 
 def _unit_span(q, d, j: int, k: int, prefix: bool, start: int, end: int):
@@ -66,13 +68,165 @@ def spans(term: Term, an: Analysis) -> Iterator[tuple[int, int]]:
             yield out
 
 
+# ---- big texts -------------------------------------------------------------
+#
+# A text over _CACHE_LIMIT characters (a tool output of many megabytes) is read
+# in pieces (units.pieces): every unit lies inside one piece, so a one-unit
+# term is checked piece by piece, and a term of k units carries the last k-1
+# units of the pieces before.  Memory stays that of one piece, whatever the
+# size of the row.
+
+
+def _scan_big(terms, text: str, found: dict) -> None:
+    """Set ``found[t]`` to the first raw span of each term in a big ``text``
+    (None: no match), in one pass over its pieces."""
+    pending = list(terms)
+    variants = any(t.variants for t in pending)  # one archive, one folding: every term folds alike
+    # per term of k units: the last k-1 units of the pieces before, as
+    # (unit, raw start, raw end, raw text of a CJK run)
+    carries: dict = {t: [] for t in pending}
+    for base, piece in pieces(text):
+        an = Analysis(piece, variants)
+        cmap = None
+
+        def raw_entry(entry):
+            nonlocal cmap
+            if len(entry) == 4:  # from an earlier piece: raw already
+                return entry
+            u, a, b = entry
+            if len(an.folded) != len(piece):  # folding merged characters: map offsets back
+                cmap = cmap or _fold_map(an.raw)
+                a, b = cmap[a], cmap[b]
+            return u, base + a, base + b, piece[a:b] if u.kind == CJK else None
+
+        for t in list(pending):
+            k = len(t.units)
+            if k == 1:
+                word = t.units[0].kind == WORD and not t.prefix
+                sp = None if word and t.units[0].text not in an.words else next(spans(t, an), None)
+                if sp is not None:
+                    ra, rb = an.raw_span(*sp)
+                    sp = (base + ra, base + rb)
+            elif not _may_end_in(t, an):  # no match ends here: only the carry moves on
+                sp = None
+                carries[t] = [raw_entry(e) for e in (carries[t] + _tail_units(an, k - 1))[-(k - 1):]]
+            else:
+                seq, sp = carries[t] + list(zip(an.units, an.starts, an.ends)), None
+                q0 = t.units[0]
+                for i in range(len(seq) - k + 1):
+                    d = seq[i][0]
+                    if d.kind != q0.kind or (d.kind == WORD and d.text != q0.text):
+                        continue  # the first unit decides most positions
+                    if all(_unit_span(t.units[j], seq[i + j][0], j, k, t.prefix, 0, len(seq[i + j][0].text))
+                           for j in range(k)):
+                        sp = _raw_match(t, [raw_entry(seq[i + j]) for j in range(k)])
+                        break
+                carries[t] = [raw_entry(e) for e in seq[max(0, len(seq) - k + 1):]]
+            if sp is not None:
+                found[t] = sp
+                pending.remove(t)
+        if not pending:
+            return
+    for t in pending:
+        found[t] = None
+
+
+def _may_end_in(term: Term, an: Analysis) -> bool:
+    """Could a match of ``term`` end in this piece?  (Its last unit is there.)"""
+    last = term.units[-1]
+    if last.kind == CJK:
+        return last.text in an.folded
+    if term.prefix:
+        return any(w.startswith(last.text) for w in an.words)
+    return last.text in an.words
+
+
+def _tail_units(an: Analysis, m: int) -> list:
+    """The last ``m`` units of a piece as (unit, start, end), without building them all."""
+    f = an.folded
+    tail = [(a, b, None) for a, b in an.runs[-m:]] + an.tokens[-m:]
+    tail.sort(key=lambda e: e[0])
+    return [(Unit(CJK, f[a:b], f[a:b]) if t is None else Unit(WORD, t, f[a:b]), a, b) for a, b, t in tail[-m:]]
+
+
+def _raw_match(term: Term, entries: list) -> tuple[int, int]:
+    """Raw span of ``term`` over the units ``entries`` (it matches them)."""
+    k = len(term.units)
+    out = None
+    for j, (u, ra, rb, raw) in enumerate(entries):
+        n = len(u.text)
+        # the unit as a span of its own folded text 0..n, then as raw offsets
+        sp = _unit_span(term.units[j], u, j, k, term.prefix, 0, n)
+        if sp != (0, n):  # part of a CJK run: map within the run
+            cmap = _fold_map(raw)
+            sp = (ra + cmap[sp[0]], ra + cmap[sp[1]])
+        else:
+            sp = (ra, rb)
+        out = sp if out is None else (out[0], sp[1])
+    return out
+
+
+# The last big text read and the first span of each term in it: a row is
+# checked by the route, then for matched_in and its snippet, and each would
+# otherwise read it again.  Holds that one text, no analysis of it.
+_last_big: tuple = ("", {})
+
+
+_UNKNOWN, _MATCHES = object(), object()
+
+
+def _big_found(text: str) -> dict:
+    global _last_big
+    cached, found = _last_big
+    if not (cached is text or cached == text) or len(found) > 256:
+        found = {}
+        _last_big = (text, found)
+    return found
+
+
+_hint = threading.local()
+
+
+@contextmanager
+def checking(node):
+    """While a query runs: its terms, so that the first check of a big text
+    (one term, from SQL) reads it once for all of them."""
+    _hint.terms = all_terms(node)
+    try:
+        yield
+    finally:
+        _hint.terms = ()
+
+
+def _first_big_spans(terms, text: str, *, need_span: bool = True) -> dict:
+    """term -> first raw span of it in a big ``text``, or None if it does not
+    match (``need_span=False``: _MATCHES may stand for the span)."""
+    found = _big_found(text)
+    hinted = [t for t in getattr(_hint, "terms", ()) if t not in found]
+    if hinted and any(t not in found for t in terms):
+        _scan_big(list(dict.fromkeys(hinted + [t for t in terms if t not in found])), text, found)
+    for t in terms:
+        if t not in found and t.is_cjk_run:  # cheap first: a substring of the folded text?
+            needle = t.units[0].text
+            found[t] = _MATCHES if any(needle in _native.fold(clean(p), t.variants) for _, p in pieces(text)) else None
+    todo = [t for t in dict.fromkeys(terms) if t not in found or (need_span and found[t] is _MATCHES)]
+    if todo:
+        _scan_big(todo, text, found)
+    return {t: found[t] for t in terms}
+
+
+# ---- checks ------------------------------------------------------------------
+
+
 def term_matches(term: Term, text: str | None) -> bool:
     """Does ``term`` match this one column text?"""
     if not text:
         return False
+    if len(text) > _CACHE_LIMIT:
+        return _first_big_spans([term], text, need_span=False)[term] is not None
     if term.is_cjk_run:  # substring of the folded text: no tokenizing needed
-        return term.units[0].text in _native.fold(clean(text))
-    an = analyze(text)
+        return term.units[0].text in _native.fold(clean(text), term.variants)
+    an = analyze(text, term.variants)
     if len(term.units) == 1:
         q = term.units[0].text
         if term.prefix:
@@ -97,6 +251,9 @@ def evaluate(node, texts: Sequence[str | None]) -> bool:
 def matched_terms(node, columns: dict[str, str | None]) -> dict[str, list[Term]]:
     """Per column (in the given order), the distinct searched-for terms that match it."""
     wanted = list(dict.fromkeys(positive_terms(node)))
+    for text in columns.values():
+        if text and len(text) > _CACHE_LIMIT:  # every term in one pass over a big text
+            _first_big_spans(wanted, text, need_span=False)
     return {name: [t for t in wanted if term_matches(t, text)] for name, text in columns.items()}
 
 
@@ -109,9 +266,15 @@ def first_match(node, text: str | None) -> tuple[int, int] | None:
     """Character span in ``text`` of the earliest searched-for term occurrence."""
     if not text:
         return None
-    an = analyze(text)
+    if len(text) > _CACHE_LIMIT:
+        best = None
+        for sp in _first_big_spans(positive_terms(node), text).values():  # earliest; ties: the earlier term
+            if sp is not None and (best is None or sp[0] < best[0]):
+                best = sp
+        return best
     best = None
     for t in positive_terms(node):
+        an = analyze(text, t.variants)  # one parse: every term folds alike
         sp = next(spans(t, an), None)
         if sp is not None and (best is None or sp[0] < best[0]):
             best = sp

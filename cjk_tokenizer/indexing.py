@@ -3,7 +3,8 @@
 The states and the invariant they rest on are described in schema.py ("Index
 states").  This module moves indexes between them:
 
-* ``reconcile`` (at open): an index whose tokenizer this connection lacks is
+* ``reconcile`` (at open, and before the first write of a connection that
+  lacks a tokenizer): an index whose tokenizer this connection lacks is
   switched from live to stale — its triggers are replaced by pending triggers
   that never touch the FTS table — and a configured index whose table is
   missing is created empty when the tokenizer is here.
@@ -29,6 +30,7 @@ from .schema import (
     FTS_COLUMNS,
     FTS_INDEXES,
     MESSAGES,
+    fold_variants,
     fts_ddl,
     fts_shadow_tables,
     fts_table,
@@ -122,8 +124,8 @@ def _set_triggers(conn, route: str, status: str) -> None:
 FTS_SETTINGS = {"hashsize": 16 * 2**20}
 
 
-def _new_table(conn, route: str, prefix: bool, unigrams: bool) -> None:
-    conn.execute(fts_ddl(route, prefix=prefix, unigrams=unigrams))
+def _new_table(conn, route: str, prefix: bool, unigrams: bool, variants: bool) -> None:
+    conn.execute(fts_ddl(route, prefix=prefix, unigrams=unigrams, fold_variants=variants))
     table = fts_table(route)
     for name, value in FTS_SETTINGS.items():
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (name, value))
@@ -149,7 +151,7 @@ def create_index(conn, route: str, *, extension_loaded: bool, empty_table: bool,
         # Whatever it holds is unaccounted for; the watermark below says "nothing".
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
     else:
-        _new_table(conn, route, prefix, unigrams)
+        _new_table(conn, route, prefix, unigrams, fold_variants(conn))
     conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
     status = "live" if empty_table else "building"
     _set_state(conn, route, status, 0)
@@ -166,29 +168,53 @@ def drop_index(conn, route: str) -> None:
     conn.execute("DELETE FROM index_state WHERE route = ?", (route,))
 
 
-def _needs_change(conn, route: str, status: str, available: bool) -> bool:
+def _needs_change(conn, route: str, status: str, available: bool, demote: bool) -> bool:
     exists = _table_exists(conn, fts_table(route))
     if not available:
         if not exists:
             return status != "absent" or not _triggers_ok(conn, route, "absent")
-        return status == "live" or not _triggers_ok(conn, route, status)
+        if status == "live":
+            return demote
+        return not _triggers_ok(conn, route, status)
     if not exists or status == "absent":
         return True
     return not _triggers_ok(conn, route, status)
 
 
-def reconcile(conn, *, extension_loaded: bool, prefix: bool = False, unigrams: bool = True) -> list[str]:
+def _make_stale(conn, route: str) -> None:
+    # Everything up to here is indexed; later rows are simply above the mark.
+    _set_state(conn, route, "stale", _max_id(conn))
+    _set_triggers(conn, route, "stale")
+
+
+def pause(conn, route: str) -> bool:
+    """Switch a live index to stale (one transaction); False if it was not live.
+
+    Its triggers then never touch the FTS table, so connections without its
+    tokenizer can write; ``catch_up_steps`` makes it live again."""
+    with immediate(conn):
+        if states(conn).get(route, ("absent",))[0] != "live":
+            return False
+        _make_stale(conn, route)
+        return True
+
+
+def reconcile(conn, *, extension_loaded: bool, prefix: bool = False, demote: bool = True,
+              unigrams: bool = True) -> list[str]:
     """Bring every configured index in line with what this connection can do.
 
     Returns the routes that were switched from live to stale.  Done in one
     write transaction, and only when something has to change: a schema change
-    makes every other connection re-prepare its statements.
+    makes every other connection re-prepare its statements.  ``demote=False``
+    leaves a live index whose tokenizer is missing here live: a connection
+    that only reads does not need its triggers gone, and other processes keep
+    being served by it (the archive demotes when it is about to write).
     """
     def todo():
         return [
             (route, status)
             for route, (status, _) in states(conn).items()
-            if _needs_change(conn, route, status, tokenizer_available(route, extension_loaded))
+            if _needs_change(conn, route, status, tokenizer_available(route, extension_loaded), demote)
         ]
 
     if not todo():
@@ -204,11 +230,10 @@ def reconcile(conn, *, extension_loaded: bool, prefix: bool = False, unigrams: b
                 _set_triggers(conn, route, "absent")
             elif not available:
                 if status == "live":
-                    # Everything up to here is indexed; later rows are simply above the mark.
-                    _set_state(conn, route, "stale", _max_id(conn))
-                    status = "stale"
+                    _make_stale(conn, route)
                     went_stale.append(route)
-                _set_triggers(conn, route, status)
+                else:
+                    _set_triggers(conn, route, status)
             elif not exists or status == "absent":
                 create_index(conn, route, extension_loaded=extension_loaded, empty_table=empty, prefix=prefix,
                              unigrams=unigrams)
@@ -249,7 +274,7 @@ def start_rebuild(conn, route: str, *, prefix: bool = False, unigrams: bool = Tr
     table = fts_table(route)
     with immediate(conn):
         if not _table_exists(conn, table):
-            _new_table(conn, route, prefix, unigrams)
+            _new_table(conn, route, prefix, unigrams, fold_variants(conn))
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
         conn.execute("DELETE FROM fts_backlog WHERE route = ?", (route,))
         _set_state(conn, route, "building", 0)

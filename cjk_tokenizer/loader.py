@@ -10,12 +10,14 @@ unresolved there).
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 from . import _native
 from .errors import ExtensionError
 
 ENTRY_POINT = "sqlite3_cjkunicode_init"
 TOKENIZER = "cjk_unicode61"
+C = TypeVar("C")  # apsw.Connection or sqlite3.Connection: load() returns what it is given
 
 
 def loadable_path() -> str:
@@ -25,7 +27,9 @@ def loadable_path() -> str:
         path = os.path.join(here, name)
         if os.path.exists(path):
             return path
-    raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall the package")
+    if not _native.available():  # e.g. a source tree that shadows the install: say so
+        raise ExtensionError(_native.missing_reason())
+    raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall cjk-tokenizer")
 
 
 def _extension_file() -> str:
@@ -67,7 +71,7 @@ def _load_stdlib(conn, path: str) -> None:
         conn.enable_load_extension(False)
 
 
-def load(conn):
+def load(conn: C) -> C:
     """Register ``cjk_unicode61`` and ``cjk_match`` on ``conn`` and return ``conn``.
 
     ``conn`` is an ``apsw.Connection`` or a ``sqlite3.Connection``.  Extension

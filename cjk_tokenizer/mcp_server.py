@@ -27,17 +27,10 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
-import threading
-import urllib.parse
-import warnings
-
-import apsw
 
 from .agent_tool import TOOL_NAME, handle_session_search, tool_definitions
-from .archive import Archive, ArchiveError
-from .errors import CjkTokenizerError, ExtensionError
-from .loader import load
+from .archive import Archive
+from .errors import CjkTokenizerError
 
 __all__ = ["MISSING_SDK", "build_server", "open_archive", "serve"]
 
@@ -45,51 +38,9 @@ MISSING_SDK = 'the MCP server needs the official MCP SDK (mcp 2.x, Python 3.10+)
 SERVER_NAME = "cjk-tokenizer"
 
 
-class _ReadOnlyArchive(Archive):
-    """An Archive over a read-only connection: every read accessor, no write ever reaches the file.
-
-    Opening does nothing Archive's own open would write (no WAL switch, no
-    schema creation, no index reconcile or catch-up): an index this host
-    cannot tokenize is simply not served (``live_indexes``), which is all a
-    reader needs.
-    """
-
-    def __init__(self, path, *, busy_timeout: float = 10.0):
-        self.path = str(path)
-        self._cjk_prefix = False
-        self._lock = threading.RLock()
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
-        try:
-            self._conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-        except apsw.Error as exc:
-            raise ArchiveError(f"{self.path}: cannot open read-only: {exc}") from None
-        try:
-            self._conn.set_busy_timeout(int(busy_timeout * 1000))
-            try:
-                self._check_file()
-                empty = self._conn.execute("PRAGMA user_version").fetchone()[0] == 0
-            except apsw.NotADBError:
-                raise ArchiveError(f"{self.path} is not a SQLite database") from None
-            if empty:
-                raise ArchiveError(f"{self.path} is an empty database, not a cjk_tokenizer archive yet "
-                                   "(import messages into it first)")
-            self.extension_loaded, self.extension_error = False, None
-            try:
-                load(self._conn)
-                self.extension_loaded = True
-            except ExtensionError as exc:
-                self.extension_error = str(exc)
-                warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 2)
-        except BaseException:
-            self._conn.close()
-            raise
-
-
 def open_archive(path) -> Archive:
     """Open the archive at ``path`` for the server: read-only, and it must already exist."""
-    if not os.path.exists(path):
-        raise CjkTokenizerError(f"{path}: no such archive")
-    return _ReadOnlyArchive(path)
+    return Archive(path, readonly=True)
 
 
 def _sdk():

@@ -83,6 +83,9 @@ class Term:
     text: str  # as typed, for explain()
     units: tuple[Unit, ...]
     prefix: bool = False
+    # Han variants fold (an archive created with fold_variants=True): the units
+    # are folded so, and so is every text the term is compared with
+    variants: bool = False
 
     @property
     def is_cjk_run(self) -> bool:
@@ -95,7 +98,8 @@ class Term:
 
     def key(self) -> str:
         """A compact, stable serialization (the SQL verification function's argument)."""
-        return json.dumps([[u.kind[0], u.text] for u in self.units] + [int(self.prefix)], ensure_ascii=False)
+        return json.dumps([[u.kind[0], u.text] for u in self.units] + [int(self.prefix), int(self.variants)],
+                          ensure_ascii=False)
 
     def __str__(self) -> str:
         inner = " ".join(u.text for u in self.units).replace('"', '""')
@@ -132,8 +136,8 @@ Node = object  # Term | And | Or | Not
 @lru_cache(maxsize=1024)
 def term_from_key(key: str) -> Term:
     data = json.loads(key)
-    units = tuple(Unit(CJK if k == "c" else WORD, t) for k, t in data[:-1])
-    return Term(" ".join(u.text for u in units), units, bool(data[-1]))
+    units = tuple(Unit(CJK if k == "c" else WORD, t) for k, t in data[:-2])
+    return Term(" ".join(u.text for u in units), units, bool(data[-2]), bool(data[-1]))
 
 
 def terms(node) -> list[Term]:
@@ -262,10 +266,11 @@ def _resolve_operators(toks: list[tuple]) -> list[tuple]:
 
 
 class _Parser:
-    def __init__(self, toks: list[tuple]):
+    def __init__(self, toks: list[tuple], variants: bool = False):
         self.toks = toks
         self.i = 0
         self.units = 0
+        self.variants = variants
 
     def peek(self):
         return self.toks[self.i][0] if self.i < len(self.toks) else None
@@ -327,13 +332,13 @@ class _Parser:
         return None
 
     def term(self, text: str, prefix: bool):
-        units = query_units(text)
+        units = query_units(text, self.variants)
         if not units:
             return None
         self.units += len(units)
         if self.units > MAX_UNITS:
             raise QueryError(f"query has more than {MAX_UNITS} words and CJK runs; shorten it")
-        return Term(text, units, prefix and units[-1].kind == WORD)
+        return Term(text, units, prefix and units[-1].kind == WORD, self.variants)
 
 
 def _make(cls, items):
@@ -354,8 +359,11 @@ def _make(cls, items):
     return cls(tuple(flat))
 
 
-def parse(query) -> Node:
-    """Parse ``query`` into an AST.  Raises QueryError when nothing is searchable."""
+def parse(query: str, *, fold_variants: bool = False) -> Node:
+    """Parse ``query`` into an AST.  Raises QueryError when nothing is searchable.
+
+    ``fold_variants``: the archive folds Han variants (its terms then do too).
+    """
     if not isinstance(query, str):
         raise QueryError(f"query must be a str, not {type(query).__name__}")
     if len(query) > MAX_QUERY_CHARS:
@@ -364,7 +372,7 @@ def parse(query) -> Node:
     n_terms = sum(1 for t in toks if t[0] == _TERM)
     if n_terms > MAX_TERMS:
         raise QueryError(f"query has {n_terms} terms; the limit is {MAX_TERMS}")
-    node = _Parser(_resolve_operators(toks)).parse()
+    node = _Parser(_resolve_operators(toks), bool(fold_variants)).parse()
     if node is None:
         raise QueryError(
             f"nothing to search for in {query[:80]!r}: a query needs a word, number or CJK text "

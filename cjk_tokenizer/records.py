@@ -12,7 +12,11 @@ Decisions (documented here because callers rely on them):
   stored and returned intact.
 * ``tool_calls`` given as a list/dict is stored as JSON text with
   ``ensure_ascii=False`` so CJK inside arguments stays CJK and is indexed as
-  such; given as a string, it is stored as is.
+  such; given as a string, it is stored as is.  JSON (given as a value, or a
+  string that parses as JSON) must nest at most ``MAX_JSON_DEPTH`` levels,
+  hold no NaN or Infinity (not JSON: other readers reject them) and be at
+  most ``MAX_JSON_CHARS`` characters; reads parse stored JSON by the same
+  rule (``load_json``) and return text that breaks it as stored.
 * OpenAI-style dicts: ``content`` may be a list of parts; the text parts are
   joined with newlines and any other parts (images, audio…) are kept in the
   message's metadata under ``"content_parts"``.  ``reasoning`` and
@@ -22,17 +26,22 @@ Decisions (documented here because callers rely on them):
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import time
 
-from .errors import CjkTokenizerError
+from .errors import CjkTokenizerError, TimeValueError
 from .schema import ROLES
+from .timeutil import epoch_seconds
 
 
 class InputError(CjkTokenizerError, ValueError):
     """A value the archive cannot store as given; nothing was written."""
+
+
+# Stored JSON (tool_calls, metadata) is parsed on every read: these bound what
+# one value may cost there, and keep it below the parser's recursion limit.
+MAX_JSON_DEPTH = 100
+MAX_JSON_CHARS = 32 * 2**20
 
 
 # Keys of an OpenAI-style message dict that map onto columns.
@@ -67,32 +76,89 @@ def ident(value, field: str) -> str:
 
 
 def timestamp(value, field: str = "timestamp", *, default_now: bool = True):
-    """Seconds since the epoch (float).  Accepts int/float or datetime.
-
-    A naive datetime is taken as local time (``datetime.timestamp()``'s rule).
-    """
+    """Seconds since the epoch (float), by the package's one time rule (timeutil.py:
+    numbers, ISO-8601 strings, datetimes; no zone means UTC).  None is now, or
+    None when ``default_now`` is false."""
     if value is None:
         return time.time() if default_now else None
-    if isinstance(value, bool):
-        raise InputError(f"{field} must be a number or datetime, not bool")
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, (int, float)):
-        value = float(value)
-        if not math.isfinite(value):
-            raise InputError(f"{field} must be finite, not {value}")
-        return value
-    raise InputError(f"{field} must be a number (seconds since the epoch) or datetime, not {type(value).__name__}")
+    try:
+        return epoch_seconds(value, field)
+    except TimeValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+class _Constant(ValueError):
+    """NaN, Infinity or -Infinity in JSON text: Python's json accepts them, JSON does not."""
+
+
+def _no_constant(name):
+    raise _Constant(name)
+
+
+class _NotJson(InputError):
+    """Text that does not parse as JSON at all."""
+
+
+def _check_depth(value, field: str) -> None:
+    """Refuse containers nested deeper than MAX_JSON_DEPTH (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, (list, tuple)):
+            continue
+        if depth > MAX_JSON_DEPTH:
+            raise InputError(f"{field} nests deeper than {MAX_JSON_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in item)
+
+
+def _check_size(value: str, field: str) -> None:
+    if len(value) > MAX_JSON_CHARS:
+        raise InputError(f"{field} is {len(value):,} characters of JSON; at most {MAX_JSON_CHARS:,} are allowed")
+
+
+def load_json(value: str, field: str = "value"):
+    """Parse JSON text by the rules above; InputError if it breaks them."""
+    _check_size(value, field)
+    try:
+        parsed = json.loads(value, parse_constant=_no_constant)
+    except RecursionError:
+        raise InputError(f"{field} nests deeper than {MAX_JSON_DEPTH} levels") from None
+    except _Constant as exc:
+        raise InputError(f"{field} holds {exc}, which is not JSON") from None
+    except ValueError as exc:
+        raise _NotJson(f"{field} is not valid JSON: {exc}") from None
+    _check_depth(parsed, field)
+    return parsed
 
 
 def json_text(value, field: str):
-    """Lists/dicts as JSON text; strings as they are; None stays None."""
-    if value is None or isinstance(value, str):
-        return text(value, field)
+    """Lists/dicts as JSON text; strings as they are; None stays None.
+
+    A string that looks like JSON ('[' or '{' first) is held to the JSON rules
+    (size, depth, no NaN) when it parses; one that does not parse is text.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = text(value, field)
+        if value[:1] in ("[", "{"):
+            try:
+                load_json(value, field)
+            except _NotJson:
+                pass
+        return value
+    _check_depth(value, field)
     try:
-        dumped = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+        dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN/Infinity, or a circular reference
+        if "float" in str(exc):
+            raise InputError(f"{field} holds NaN or Infinity, which JSON cannot represent") from None
         raise InputError(f"{field} is not JSON-serializable: {exc}") from None
+    except TypeError as exc:
+        raise InputError(f"{field} is not JSON-serializable: {exc}") from None
+    _check_size(dumped, field)
     return text(dumped, field)
 
 

@@ -12,6 +12,22 @@ messages      one row per message; ``id`` is the rowid every FTS index uses.
 index_state   one row per configured FTS index (see "Index states" below).
 fts_backlog   per index, the messages whose indexed form differs from the
               table, with the values as they were indexed (see below).
+archive_settings  choices fixed when the archive was created (name, value):
+              ``fold_variants`` '1' when the cjk index folds Han variants
+              (``Archive(fold_variants=True)``).  An archive without the
+              table (created before it existed) has every setting off.
+
+import_roots    every path (file or folder) given to an import, with its format
+               ("auto" included): what ``sync`` reads again.
+import_sources one row per imported file or database: (format, real path).
+imported       per source, the identity (``key``: the source's own id or line)
+               of every record imported from it, a digest of what it said, and
+               the messages it became (``first_id`` .. ``first_id + count - 1``).
+               A record seen again with the same digest adds nothing; with a
+               different one it is reported, not imported twice.
+
+The three import tables are created by the first import (``IMPORT_DDL``), so an
+archive made before they existed opens as it is and gains them then.
 
 ``PRAGMA user_version`` is ``SCHEMA_VERSION``; an archive from a newer version
 is refused rather than half-understood.
@@ -22,7 +38,8 @@ over the same columns, in this order: content, reasoning, tool_name, tool_calls.
 ==========  ===================  ================================================
 route       table                tokenizer
 ==========  ===================  ================================================
-cjk         messages_fts_cjk     cjk_unicode61 remove_diacritics 2 (extension)
+cjk         messages_fts_cjk     cjk_unicode61 remove_diacritics 2 (extension),
+                                 plus fold_variants 1 when the archive folds
 unicode61   messages_fts_u61     unicode61 remove_diacritics 2 (always)
 trigram     messages_fts_tri     trigram (opt-in; substring fallback)
 ==========  ===================  ================================================
@@ -164,7 +181,54 @@ END""",
 END""",
 )
 
-BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, *INDEXES_DDL, *SESSION_TRIGGERS)
+SETTINGS_DDL = """
+CREATE TABLE IF NOT EXISTS archive_settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+)"""
+
+
+def fold_variants(conn) -> bool:
+    """Does this archive fold Han variants?  (Recorded at creation; off for
+    archives that predate the setting.)"""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'archive_settings'").fetchall():
+        return False
+    row = conn.execute("SELECT value FROM archive_settings WHERE name = 'fold_variants'").fetchone()
+    return bool(row) and row[0] == "1"
+
+
+def record_fold_variants(conn, on: bool) -> None:
+    """Record the setting in a new archive (inside its creating transaction)."""
+    conn.execute("INSERT OR REPLACE INTO archive_settings(name, value) VALUES ('fold_variants', ?)",
+                 ("1" if on else "0",))
+
+
+IMPORT_DDL = (
+    """CREATE TABLE IF NOT EXISTS import_roots (
+    path     TEXT NOT NULL,
+    format   TEXT NOT NULL,
+    added_at REAL,
+    PRIMARY KEY (path, format)
+)""",
+    """CREATE TABLE IF NOT EXISTS import_sources (
+    id          INTEGER PRIMARY KEY,
+    format      TEXT NOT NULL,
+    path        TEXT NOT NULL,
+    imported_at REAL,
+    UNIQUE (format, path)
+)""",
+    """CREATE TABLE IF NOT EXISTS imported (
+    source_id INTEGER NOT NULL REFERENCES import_sources(id),
+    key       TEXT NOT NULL,
+    digest    TEXT NOT NULL,
+    first_id  INTEGER,
+    count     INTEGER NOT NULL,
+    PRIMARY KEY (source_id, key)
+) WITHOUT ROWID""",
+)
+
+BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, *INDEXES_DDL,
+            *SESSION_TRIGGERS)
 
 
 def fts_table(route: str) -> str:
@@ -185,7 +249,7 @@ def cjk_unigrams(conn) -> bool:
     return bool(row and row[0] and CJK_UNIGRAMS in row[0])
 
 
-def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False) -> str:
+def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False, fold_variants: bool = False) -> str:
     """CREATE statement of ``route``'s index.
 
     ``prefix=True`` (``Archive(..., cjk_prefix=True)``, cjk only) adds FTS5's
@@ -193,10 +257,13 @@ def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False) -> str:
     doclist instead of merging every bigram that starts with X — measured in
     bench/RESULTS.md: the most frequent character's count 20 ms -> 1.3 ms and
     newest-first 20 ms -> 0.2 ms on 300 MB, for +52% cjk index size and +38%
-    cjk build time.  The choice is fixed when the table is created, as is
-    ``unigrams=True`` (cjk only): the tokenizer option CJK_UNIGRAMS.
+    cjk build time.  The choice is fixed when the table is created, as are
+    ``unigrams=True`` (cjk only): the tokenizer option CJK_UNIGRAMS, and
+    ``fold_variants=True`` (cjk only): the tokenizer option of that name.
     """
     table, tokenize = FTS_INDEXES[route]
+    if fold_variants and route == "cjk":
+        tokenize += " fold_variants 1"
     if unigrams and route == "cjk":
         tokenize += " " + CJK_UNIGRAMS
     cols = ", ".join(FTS_COLUMNS)

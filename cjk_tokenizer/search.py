@@ -37,9 +37,11 @@ tied to its query: it only says where to continue.
 
 Filters
 -------
-roles (a role or a list of roles), session_id, and a half-open time range
-``after <= timestamp < before`` (unix seconds, or datetime).  ``limit`` is
-1..MAX_LIMIT.  Bad values raise QueryError, never an empty result.
+roles (a role or a list of roles from schema.ROLES; any other name is an
+error, not an empty result), session_id, and a half-open time range
+``after <= timestamp < before`` (any value timeutil.py accepts: epoch seconds,
+ISO-8601 text or a datetime; no zone means UTC).  ``limit`` is 1..MAX_LIMIT.
+Bad values raise QueryError, never an empty result.
 
 Hits
 ----
@@ -49,36 +51,43 @@ was said, 'reasoning' what was thought.  The snippet comes from the matched
 column with the most distinct searched-for terms, ties going to the earlier
 column (so visible content wins), is at most ``snippet_chars`` characters,
 ellipses included, and contains the match; ``highlight`` is the match's span
-in it.  A query with only exclusions shows the start of the first non-empty
+in it, and ``span`` the same match's ``(start, end)`` in the column's whole
+text (characters).  A query with only exclusions shows the start of the first non-empty
 column.  On a single-MATCH plan over the cjk index the C auxiliary function
 ``cjk_match`` (same rules) builds it when the extension provides it;
 everywhere else snippet.py does, from the match evaluate.py finds.
 ``route`` names the route(s) that served the query ("cjk", "unicode61+scan").
+``title`` is the hit's session title (None if untitled or if the message has no
+session row).  ``score`` is the relevance the hits were ranked by, higher is
+better: FTS5's bm25 with the weights above, negated (FTS5 orders by bm25
+ascending).  It is None when no index scored the hit: ``sort`` newest or
+oldest, or a scan-only plan.
 
 SQL functions
 -------------
-``run_search`` registers on the connection, once: ``cjk_fold(text)`` (the C
-width folding, for scans: without the extension SQLite has no such function)
+``run_search`` registers on the connection, once: ``cjk_fold(text)`` and
+``cjk_fold(text, 1)`` (the C folding without / with Han variants, for scans:
+without the extension SQLite has no such function)
 and ``cjk_term_match(term_key, col, ...)`` (evaluate.py's check of one term,
 for the rows an index can only narrow down).
 """
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import math
 import threading
 import weakref
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 from . import _native
 from .compile import BM25_WEIGHTS, predicate, table
-from .errors import QueryError
-from .evaluate import first_match, matched_terms, sql_term_match
+from .errors import QueryError, TimeValueError
+from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
-from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES
+from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, ROLES, SESSIONS
 from .snippet import ELLIPSIS, make_snippet
+from .timeutil import epoch_seconds
 from .units import clean
 
 SORTS = ("relevance", "newest", "oldest")
@@ -105,6 +114,9 @@ class Hit:
     route: str = ""
     column: str | None = None  # the column the snippet comes from
     highlight: tuple | None = None  # (start, end) of the match within snippet
+    span: tuple | None = None  # (start, end) of the same match within the column's whole text
+    title: str | None = None  # the session's title
+    score: float | None = None  # relevance, higher is better (None: not ranked by an index)
 
 
 class Hits(list):
@@ -136,8 +148,8 @@ _registered = weakref.WeakKeyDictionary()  # connection -> {"aux": cjk_match usa
 _reg_lock = threading.Lock()
 
 
-def _sql_fold(text):
-    return _native.fold(clean(text)) if isinstance(text, str) else ""
+def _sql_fold(text, variants=0):
+    return _native.fold(clean(text), bool(variants)) if isinstance(text, str) else ""
 
 
 def ensure_functions(conn) -> dict:
@@ -147,9 +159,11 @@ def ensure_functions(conn) -> dict:
         if state is None:
             if hasattr(conn, "create_scalar_function"):  # APSW
                 conn.create_scalar_function("cjk_fold", _sql_fold, 1, deterministic=True)
+                conn.create_scalar_function("cjk_fold", _sql_fold, 2, deterministic=True)
                 conn.create_scalar_function("cjk_term_match", sql_term_match, -1, deterministic=True)
             else:  # stdlib sqlite3
                 conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
+                conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
                 conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
             state = _registered[conn] = {"aux": False}
         return state
@@ -173,11 +187,10 @@ def _aux_available(conn, state) -> bool:
 def _time(name: str, value):
     if value is None:
         return None
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise QueryError(f"{name} must be a unix timestamp (int or float) or a datetime, not {value!r}")
-    return float(value)
+    try:
+        return epoch_seconds(value, name)
+    except TimeValueError as exc:
+        raise QueryError(str(exc)) from None
 
 
 def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
@@ -185,9 +198,12 @@ def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
     if roles is not None:
         if isinstance(roles, str):
             roles = [roles]
-        roles = list(roles)
+        roles = list(roles) if isinstance(roles, (list, tuple, set, frozenset)) else [roles]
         if not roles or not all(isinstance(r, str) for r in roles):
             raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
+        unknown = [r for r in roles if r not in ROLES]
+        if unknown:
+            raise QueryError(f"unknown role {unknown[0]!r} in roles; roles are {', '.join(ROLES)}")
         sql.append(f"m.role IN ({', '.join('?' * len(roles))})")
         params.extend(roles)
     if session_id is not None:
@@ -265,7 +281,7 @@ def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
 
 def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
                snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
-               floor: int | None = None, bound: int = 0) -> list[int]:
+               floor: int | None = None, bound: int = 0, scores: dict | None = None) -> list[int]:
     """Message ids of the plan's hits, best first.
 
     An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
@@ -276,7 +292,8 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
     skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
     ``floor`` (``relevance_floor``, which found ``bound`` matches above it),
     relevance ranks the matches above it by bm25 and lists the others after
-    them, newest first, so paging still reaches every match.
+    them, newest first, so paging still reaches every match.  ``scores`` (a
+    dict to fill, id -> bm25) gets the score of each hit an index scored.
     """
     fsql, fparams = filters
     if p.kind == "fts":
@@ -284,13 +301,13 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
         if sort == "relevance" and floor is not None:
             # bm25 over the matches above the floor, then the rest newest first
             ranked = _fts_ids(conn, p, "relevance", f" AND {t}.rowid > ?", (floor,), filters, aux, snippet_chars,
-                              limit, offset) if offset < bound else []
+                              limit, offset, scores) if offset < bound else []
             if len(ranked) < limit:
                 ranked += _fts_ids(conn, p, "newest", f" AND {t}.rowid <= ?", (floor,), filters, aux,
-                                   snippet_chars, limit - len(ranked), max(0, offset - bound))
+                                   snippet_chars, limit - len(ranked), max(0, offset - bound), None)
             return ranked
         csql, cparams = _after_cursor(sort, last, f"{t}.rowid")
-        return _fts_ids(conn, p, sort, csql, cparams, filters, aux, snippet_chars, limit, offset)
+        return _fts_ids(conn, p, sort, csql, cparams, filters, aux, snippet_chars, limit, offset, scores)
     where, wparams = predicate(p.node, p.forms)
     head, join, sparams = "", "", ()
     if sort == "relevance" and p.score_match:
@@ -305,14 +322,18 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
         "newest": "m.id DESC",
         "oldest": "m.id ASC",
     }[sort]
+    score = ", sc.score" if join else ", NULL"
     csql, cparams = _after_cursor(sort, last, "m.id")
-    sql = (f"{head}SELECT m.id FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
+    sql = (f"{head}SELECT m.id{score} FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
            f"ORDER BY {order} LIMIT ? OFFSET ?")
     params = (*sparams, *wparams, *cparams, *fparams, limit, offset)
-    return [row[0] for row in conn.execute(sql, params)]
+    rows = conn.execute(sql, params).fetchall()
+    if scores is not None:
+        scores.update((row[0], row[1]) for row in rows if row[1] is not None)
+    return [row[0] for row in rows]
 
 
-def _fts_ids(conn, p: Plan, sort, csql, cparams, filters, aux, snippet_chars, limit, offset) -> list[int]:
+def _fts_ids(conn, p: Plan, sort, csql, cparams, filters, aux, snippet_chars, limit, offset, scores) -> list[int]:
     t = table(p.fts_route)
     fsql, fparams = filters
     rank, rparams = "", ()
@@ -323,11 +344,14 @@ def _fts_ids(conn, p: Plan, sort, csql, cparams, filters, aux, snippet_chars, li
     if aux is not None:
         call, xparams = _aux_call(snippet_chars)
         extra = ", " + call
-    sql = (f"SELECT {t}.rowid{extra} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-           f"WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
+    ranked = sort == "relevance" and scores is not None
+    sql = (f"SELECT {t}.rowid{extra}{f', {t}.rank' if ranked else ''} FROM {t} JOIN {MESSAGES} m "
+           f"ON m.id = {t}.rowid WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
     rows = conn.execute(sql, (*xparams, p.match, *rparams, *cparams, *fparams, limit, offset)).fetchall()
     if aux is not None:
         aux.update((row[0], row[1]) for row in rows)
+    if ranked:
+        scores.update((row[0], row[-1]) for row in rows)
     return [row[0] for row in rows]
 
 
@@ -364,7 +388,7 @@ def _parse_aux(raw: dict) -> dict:
 
 
 def _from_aux(aux: dict, cols: dict, columns: tuple):
-    """(matched_in, column, snippet, highlight) from cjk_match's JSON, or None
+    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON, or None
     if it is not what the contract in csrc/cjk_aux.h promises."""
     reported = aux.get("matched_in")
     column = aux.get("column")
@@ -374,14 +398,23 @@ def _from_aux(aux: dict, cols: dict, columns: tuple):
     if column not in where:
         return None
     snippet = clean(aux["snippet"])
-    highlight = None
+    highlight = span = None
+    text = cols[column] or ""
     start, end = aux.get("start"), aux.get("end")
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end:
-        matched = (cols[column] or "")[start:end]
-        k = snippet.find(matched) if matched else -1
+    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
+        span = (start, end)
+        matched = text[start:end]
+        window = aux.get("window")
+        k = -1
+        if isinstance(window, list) and len(window) == 2 and isinstance(window[0], int):
+            k = start - window[0] + (1 if snippet.startswith(ELLIPSIS) and window[0] > 0 else 0)
+            if snippet[k:k + len(matched)] != matched:
+                k = -1
+        if k < 0:
+            k = snippet.find(matched)
         if k >= 0:
             highlight = (k, k + len(matched))
-    return where, column, snippet, highlight
+    return where, column, snippet, highlight, span
 
 
 def _from_python(p: Plan, cols: dict, snippet_chars: int):
@@ -394,27 +427,34 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
         column = next((c for c in p.columns if cols[c] and cols[c].strip()), None)
         span = None
     snippet, highlight = make_snippet(cols[column] if column else "", span, snippet_chars)
-    return where, column, snippet, highlight
+    return where, column, snippet, highlight, span
 
 
-def _hit(row, p: Plan, snippet_chars: int, aux: dict | None) -> Hit:
-    mid, session_id, role, ts = row[:4]
-    texts = dict(zip(FTS_COLUMNS, row[4:]))
+def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
+    mid, session_id, role, ts, title = row[:5]
+    texts = dict(zip(FTS_COLUMNS, row[5:]))
     cols = {c: texts[c] for c in p.columns}
     parts = (_from_aux(aux, cols, p.columns) if aux else None) or _from_python(p, cols, snippet_chars)
-    where, column, snippet, highlight = parts
-    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight)
+    where, column, snippet, highlight, span = parts
+    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight, span, title,
+               None if score is None else -float(score))
 
 
-def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None, session_id=None, after=None,
-               before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
-               cursor=None, relevance_bound="default", cjk_unigrams=False) -> Hits:
-    """Search ``conn`` (an archive connection) for ``query``.  See the module docstring."""
+def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
+               roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
+               before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
+               snippet_chars: int = SNIPPET_CHARS, offset: int = 0, cursor: str | None = None,
+               relevance_bound: Any = "default", cjk_unigrams: bool = False, fold_variants: bool = False) -> Hits:
+    """Search ``conn`` (an archive connection) for ``query``.  See the module docstring.
+
+    ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``);
+    ``cjk_unigrams``: its cjk table has the tokenizer option ``unigrams 1``.
+    """
     _check(sort, limit, snippet_chars)
     sort, offset, last = paging(sort, offset, cursor)
     relevance_bound = _check_bound(relevance_bound)
     filters = _filters(roles, session_id, after, before)
-    node = parse(query)
+    node = parse(query, fold_variants=fold_variants)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
                   cjk_unigrams=cjk_unigrams)
     state = ensure_functions(conn)
@@ -422,31 +462,36 @@ def run_search(conn, query, *, live_indexes, include_reasoning=False, roles=None
     # snippets inside the ranking query; everywhere else snippet.py does.
     raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
     floor = relevance_floor(conn, p, filters, relevance_bound) if sort == "relevance" else None
-    ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
-                     offset=offset, last=last, floor=floor, bound=relevance_bound or 0)
     out = Hits()
     out.offset = offset
     out.ranked_among = None if floor is None else relevance_bound
-    if sort != "relevance" and len(ids) == limit:
-        out.next_cursor = f"{sort}:{ids[-1]}"
-    if not ids:
+    scores: dict = {}
+    with checking(node):  # a big row is read once for all the query's terms
+        ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
+                         offset=offset, last=last, floor=floor, bound=relevance_bound or 0, scores=scores)
+        if sort != "relevance" and len(ids) == limit:
+            out.next_cursor = f"{sort}:{ids[-1]}"
+        if not ids:
+            return out
+        rows = {}
+        marks = ", ".join("?" * len(ids))
+        cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
+        for row in conn.execute(
+            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title, {cols} FROM {MESSAGES} m "
+            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids
+        ):
+            rows[row[0]] = row
+        aux = _parse_aux(raw_aux) if raw_aux else {}
+        out.extend(_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows)
         return out
-    rows = {}
-    marks = ", ".join("?" * len(ids))
-    for row in conn.execute(
-        f"SELECT id, session_id, role, timestamp, {', '.join(FTS_COLUMNS)} FROM {MESSAGES} WHERE id IN ({marks})", ids
-    ):
-        rows[row[0]] = row
-    aux = _parse_aux(raw_aux) if raw_aux else {}
-    out.extend(_hit(rows[i], p, snippet_chars, aux.get(i)) for i in ids if i in rows)
-    return out
 
 
-def explain(query, live_indexes, *, include_reasoning=False, route=None, relevance_bound="default",
-            cjk_unigrams=False) -> dict:
+def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,
+            route: str | None = None, relevance_bound: Any = "default", cjk_unigrams: bool = False,
+            fold_variants: bool = False) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
     relevance_bound = _check_bound(relevance_bound)
-    node = parse(query)
+    node = parse(query, fold_variants=fold_variants)
     p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
                   cjk_unigrams=cjk_unigrams)
     out = p.explain()

@@ -41,6 +41,14 @@ content is ``said`` (``tool output`` for a tool message), reasoning is
 with ``include_reasoning=True``, and then in its own ``reasoning`` field;
 otherwise a message with reasoning carries ``reasoning_hidden_chars``.
 
+A discovery hit's ``snippet`` wraps the match in the pair of characters
+given as ``marks`` (``⟦`` ``⟧`` unless the snippet holds either; see MARKS),
+so the content's own markdown ``**`` is never mistaken for the match; the hit
+message itself is cut around the match's real position (``Hit.span``), not
+around text looked up again.  Messages whose session has no row in
+``sessions`` (written by a tool without the archive's foreign keys) are
+shown in every mode; their session carries a ``note`` saying so.
+
 Argument rules (documented safe meanings, else a structured error):
 
 * ``window``: messages each side of the hit/anchor; an int.  Scroll: default
@@ -48,9 +56,10 @@ Argument rules (documented safe meanings, else a structured error):
   reported in ``clamped``.
 * ``limit``: an int.  Discovery: sessions, default 3, clamped to 1..10.
   Browse: sessions, default 10, clamped to 1..50.  Not used by scroll/read.
-* ``after`` / ``before``: ``after <= timestamp < before``; epoch seconds
-  (number or numeric string), an ISO-8601 string (no zone = UTC; a date alone
-  = its midnight UTC) or a ``datetime``.  Discovery filters messages; browse
+* ``after`` / ``before``: ``after <= timestamp < before``; the package's one
+  time rule (timeutil.py): epoch seconds (number or numeric string), an
+  ISO-8601 string or a ``datetime`` -- no zone means UTC, a date alone is its
+  midnight UTC.  Discovery filters messages; browse
   lists sessions active in the range (started before ``before``, last active
   at or after ``after``).  ``after >= before`` is an error.
 * ``roles`` (a role or list of roles) and ``sort`` (relevance, newest,
@@ -77,12 +86,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import unicodedata
 
-from .errors import CjkTokenizerError, QueryError
+from .errors import CjkTokenizerError, QueryError, TimeValueError
 from .schema import ROLES
 from .search import paging
+from .timeutil import epoch_seconds
 
 __all__ = [
     "BOOKEND_CHARS",
@@ -92,7 +101,6 @@ __all__ = [
     "LABELS",
     "PREVIEW_CHARS",
     "cut_text",
-    "parse_time",
     "session_search",
 ]
 
@@ -161,41 +169,14 @@ def iso(ts) -> str | None:
         return None
 
 
-def parse_time(value, name: str = "time") -> float | None:
-    """``value`` as epoch seconds; see the module doc for what is accepted."""
+def _time(value, name: str) -> float | None:
+    """``value`` as epoch seconds by the package's time rule (timeutil.py), or None."""
     if value is None:
         return None
-    if isinstance(value, _dt.datetime):
-        return value.timestamp()
-    if isinstance(value, bool):
-        raise SearchArgumentError("bad_argument", f"{name} must be epoch seconds or an ISO-8601 string, not a bool",
-                                  name)
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise SearchArgumentError("bad_argument", f"{name} must be finite, not {value}", name)
-        return float(value)
-    if isinstance(value, str):
-        s = value.strip()
-        try:
-            number = float(s)
-        except ValueError:
-            pass
-        else:
-            if math.isfinite(number):
-                return number
-        text = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
-        try:
-            when = _dt.datetime.fromisoformat(text)
-        except ValueError:
-            raise SearchArgumentError(
-                "bad_argument",
-                f"{name}={value!r} is neither epoch seconds nor an ISO-8601 date/time "
-                "(e.g. 2024-05-01 or 2024-05-01T08:30:00Z)", name) from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=_dt.timezone.utc)
-        return when.timestamp()
-    raise SearchArgumentError("bad_argument", f"{name} must be epoch seconds or an ISO-8601 string, "
-                                              f"not {type(value).__name__}", name)
+    try:
+        return epoch_seconds(value, name)
+    except TimeValueError as exc:
+        raise SearchArgumentError("bad_argument", str(exc), name) from None
 
 
 def _is_mark(ch: str) -> bool:
@@ -264,7 +245,7 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
 
 
 def render_session(s: dict) -> dict:
-    return {
+    out = {
         "session_id": s["id"],
         "title": s.get("title"),
         "source": s.get("source"),
@@ -274,28 +255,57 @@ def render_session(s: dict) -> dict:
         "last_active_iso": iso(s.get("last_active")),
         "message_count": s.get("message_count"),
     }
+    if s.get("no_session_row"):
+        out["note"] = "no session record: found through its messages (title and source unknown)"
+    return out
 
 
-def _plain_snippet(hit) -> str:
-    """The hit's snippet with the match wrapped in ``**`` (search gives either markers or a span)."""
+# Marker pairs for the match in a hit's snippet, first choice first: the first
+# pair neither of whose characters occurs in the snippet is used, so every
+# marker in the result is one of ours (the content's own ** or brackets stay
+# plain text).  The pair is returned with the snippet (``marks``).
+MARKS = (("⟦", "⟧"), ("⟪", "⟫"), ("⦃", "⦄"), ("⦗", "⦘"), ("⟬", "⟭"), ("⦅", "⦆"))
+
+
+def marked_snippet(hit) -> tuple[str, list | None]:
+    """``(snippet, marks)``: the hit's snippet with its match between the two
+    ``marks``; marks is None (the snippet as is) when nothing is highlighted
+    or every pair of MARKS already occurs in the snippet."""
     snippet, span = hit.snippet, getattr(hit, "highlight", None)
-    if span and 0 <= span[0] < span[1] <= len(snippet):
-        return f"{snippet[:span[0]]}**{snippet[span[0]:span[1]]}**{snippet[span[1]:]}"
-    return snippet
+    if not span or not 0 <= span[0] < span[1] <= len(snippet):
+        return snippet, None
+    for opening, closing in MARKS:
+        if opening not in snippet and closing not in snippet:
+            s, e = span
+            return f"{snippet[:s]}{opening}{snippet[s:e]}{closing}{snippet[e:]}", [opening, closing]
+    return snippet, None
 
 
-def _match_focus(text: str | None, snippet: str) -> int | None:
-    """Where in ``text`` the snippet's highlighted part (or the snippet) lies."""
-    if not text:
+def _match_focus(message: dict, column: str | None, hit) -> int | None:
+    """Where in the shown text of ``column`` the hit's match lies (its middle).
+
+    ``hit.span`` is the match's real position in the stored column text.  Text
+    columns are shown as stored, so the span applies as is; tool calls stored
+    as JSON are shown re-serialized, where the matched text is looked up
+    nearest to the stored position.
+    """
+    span = getattr(hit, "span", None)
+    if not span or column is None:
         return None
-    parts = snippet.split("**")
-    core = parts[1] if len(parts) >= 3 and parts[1] else snippet.replace("**", "").strip("… ")
-    for probe in (core, core[:20]):
-        if probe:
-            at = text.find(probe)
-            if at >= 0:
-                return at + len(probe) // 2
-    return None
+    value = message.get(column)
+    if isinstance(value, str):
+        return (span[0] + span[1]) // 2
+    shown = _column_text(message, column) or ""
+    hs = getattr(hit, "highlight", None)
+    matched = hit.snippet[hs[0]:hs[1]] if hs else ""
+    best, at = None, shown.find(matched) if matched else -1
+    while at >= 0:
+        if best is None or abs(at - span[0]) < abs(best - span[0]):
+            best = at
+        at = shown.find(matched, at + 1)
+    if best is None:
+        return min(span[0], len(shown))
+    return best + len(matched) // 2
 
 
 # ---- argument checks -----------------------------------------------------------------
@@ -304,7 +314,7 @@ def _match_focus(text: str | None, snippet: str) -> int | None:
 def _int(name: str, value, allow_digits: bool = False):
     if value is None:
         return None
-    if allow_digits and isinstance(value, str) and value.strip().isdigit():
+    if allow_digits and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
@@ -373,8 +383,8 @@ def _check_args(a: dict) -> dict:
         except QueryError as exc:
             raise SearchArgumentError("bad_argument", str(exc), "cursor") from None
     a["exclude_session_ids"] = set(_str_list("exclude_session_ids", a["exclude_session_ids"]) or ())
-    a["after"] = parse_time(a["after"], "after")
-    a["before"] = parse_time(a["before"], "before")
+    a["after"] = _time(a["after"], "after")
+    a["before"] = _time(a["before"], "before")
     if a["after"] is not None and a["before"] is not None and a["after"] >= a["before"]:
         raise SearchArgumentError("bad_time_range", f"after ({iso(a['after'])}) must be earlier than "
                                                     f"before ({iso(a['before'])})", "after")
@@ -414,8 +424,28 @@ def _ignored(mode: str, given: dict) -> list[str]:
 def _session_or_error(archive, session_id: str) -> dict:
     s = archive.session(session_id)
     if s is None:
+        s = _orphan_session(archive, session_id)
+    if s is None:
         raise SearchArgumentError("unknown_session", f"no session with id {session_id!r}", "session_id")
     return s
+
+
+def _orphan_session(archive, session_id: str) -> dict | None:
+    """A session known only from its messages, or None if it has none.
+
+    A tool writing the file without the archive's foreign keys (e.g. the
+    stdlib sqlite3, where they are off by default) can add messages without a
+    sessions row; search finds them, so every mode shows them too.  The
+    fields the row would hold are unknown (None); times come from the
+    messages.
+    """
+    first = archive.messages_of(session_id, limit=1, order="asc")
+    if not first:
+        return None
+    last = archive.messages_of(session_id, limit=1, order="desc")
+    return {"id": session_id, "title": None, "source": None, "started_at": first[0]["timestamp"],
+            "metadata": {}, "message_count": archive.count_messages(session_id),
+            "last_active": last[0]["timestamp"], "no_session_row": True}
 
 
 def _around(archive, session_id: str, anchor_id: int, window: int) -> tuple[list, list, bool, bool]:
@@ -545,7 +575,7 @@ def _discovery(archive, a: dict, out: dict) -> dict:
         if len(results) == limit:
             break
         best = hits[0]
-        session = archive.session(best.session_id)
+        session = archive.session(best.session_id) or _orphan_session(archive, best.session_id)
         message = archive.get_message(best.message_id)
         if session is None or message is None:  # deleted since the search
             continue
@@ -569,11 +599,11 @@ def _discovery(archive, a: dict, out: dict) -> dict:
 
 def _session_result(archive, session, message, best, hits, w, reason) -> dict:
     sid = session["id"]
-    snippet = _plain_snippet(best)
+    snippet, marks = marked_snippet(best)
     column = getattr(best, "column", None) or (best.matched_in[0] if best.matched_in else None)
     before, after, more_before, more_after = _around(archive, sid, message["id"], w)
     shown_hit = render_message(message, HIT_CHARS, reason, focus_column=column,
-                               focus=_match_focus(_column_text(message, column), snippet))
+                               focus=_match_focus(message, column, best))
     shown_hit["hit"] = True
     window = [render_message(m, CONTEXT_CHARS, reason) for m in before]
     window.append(shown_hit)
@@ -599,6 +629,7 @@ def _session_result(archive, session, message, best, hits, w, reason) -> dict:
             "where": _label(column, best.role),
             "matched_in": list(best.matched_in),
             "snippet": snippet,
+            "marks": marks,
             "route": best.route,
         },
         "other_hit_ids": [h.message_id for h in hits[1:6]],

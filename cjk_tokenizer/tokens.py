@@ -7,6 +7,7 @@ flag), so what you see is exactly what the index stores.
 from __future__ import annotations
 
 import threading
+from typing import Iterable
 
 from . import _native
 from .errors import ExtensionError
@@ -32,17 +33,18 @@ def _connection():
     return _conn
 
 
-def _last_char_start(data: bytes, start: int, end: int, token: str) -> int:
+def _last_char_start(data: bytes, start: int, end: int, token: str, variants: bool) -> int:
     """Start of the run-final character a colocated unigram stands for."""
     for k in range(end - 1, start - 1, -1):
         if (data[k] & 0xC0) != 0x80:  # a character boundary
             piece = data[k:end].decode("utf-8", "replace")
-            if _native.fold(piece) == token:
+            if _native.fold(piece, variants) == token:
                 return k
     return start
 
 
-def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, int, bool]]:
+def tokenize(text: str | bytes, *, mode: str = "document",
+             args: Iterable[str] = ()) -> list[tuple[str, int, int, bool]]:
     """Tokenize ``text`` (str or UTF-8 bytes) as ``cjk_unicode61 <args>`` would.
 
     ``mode`` is "document", "query", "prefix" or "aux".  Returns a list of
@@ -57,6 +59,7 @@ def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, i
     problem = _native.tokenizer_args_error(args)
     if problem:
         raise ValueError(problem)
+    variants = any(n.lower() == "fold_variants" and v == "1" for n, v in zip(args[::2], args[1::2]))
     import apsw
 
     with _lock:
@@ -77,16 +80,20 @@ def tokenize(text, *, mode: str = "document", args=()) -> list[tuple[str, int, i
         start, end, first, *colocated = entry
         out.append((first, start, end, False))
         for k, extra in enumerate(colocated):
-            span = _first_char_span(data, start, end, extra) if unigrams and k == 0 and mode != "query" else None
+            span = _first_char_span(data, start, end, extra, variants) if unigrams and k == 0 and mode != "query" else None
             if span is None:
-                span = (_last_char_start(data, start, end, extra), end)
+                span = (_last_char_start(data, start, end, extra, variants), end)
             out.append((extra, *span, True))
     return out
 
 
-def _first_char_span(data: bytes, start: int, end: int, token: str):
-    """(start, end) of the character at ``start`` that the unigram ``token`` stands for, or None."""
+def _first_char_span(data: bytes, start: int, end: int, token: str, variants: bool):
+    """(start, end) of the character at ``start`` that the unigram ``token`` stands for, or None.
+
+    The end is the last boundary that still folds to ``token``: variation
+    selectors after the letter belong to it, as in the tokenizer."""
+    span = None
     for k in range(start + 1, end):
-        if (data[k] & 0xC0) != 0x80 and _native.fold(data[start:k].decode("utf-8", "replace")) == token:
-            return start, k
-    return None
+        if (data[k] & 0xC0) != 0x80 and _native.fold(data[start:k].decode("utf-8", "replace"), variants) == token:
+            span = (start, k)
+    return span

@@ -1,7 +1,8 @@
 """The unit stream: what a text means to search, on every route.
 
-A text (a message column or a query term) is width-folded by the C folding,
-split into runs of CJK letters by the C definition of CJK, and everything
+A text (a message column or a query term) is folded by the C folding (width,
+variation selectors, and Han variants for an archive created with
+``fold_variants=True``), split into runs of CJK letters by the C definition of CJK, and everything
 between the runs is tokenized by SQLite's own ``unicode61`` tokenizer with
 ``remove_diacritics 2`` (case-folded, accents removed).  The result is a list
 of units, in text order::
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -128,6 +130,7 @@ def _tokens(masked: str) -> list[tuple[int, int, str]]:
 
 class Analysis:
     """A text as units.  Offsets are character offsets into ``folded``.
+    ``variants``: fold Han variants too (the ``fold_variants 1`` tokenizer).
 
     The word tokens are computed at once; the merged unit list only when a
     term of several units (or a span) needs it, which keeps the common
@@ -136,9 +139,9 @@ class Analysis:
 
     __slots__ = ("raw", "folded", "runs", "tokens", "_words", "_units")
 
-    def __init__(self, raw: str):
+    def __init__(self, raw: str, variants: bool = False):
         self.raw = clean(raw)
-        self.folded = _native.fold(self.raw)
+        self.folded = _native.fold(self.raw, variants)
         mask = _native.cjk_mask(self.folded)
         self.runs = [m.span() for m in _RUN.finditer(mask)]
         masked = self.folded
@@ -205,46 +208,106 @@ def _fold1(s: str) -> str:
 def _fold_map(raw: str) -> list[int]:
     """folded char index -> raw char index (+ one entry for the end).
 
-    Folding only ever merges a character with the voiced mark after it, so a
-    walk that asks the C folding about each pair rebuilds the alignment.
+    Folding maps a character to one character (Han variants too) and only
+    ever merges it with what follows it (a voiced mark, variation selectors),
+    so a walk that asks the C folding how far each character reaches
+    rebuilds the alignment.
     """
     out = []
     i, n = 0, len(raw)
     while i < n:
         out.append(i)
-        if i + 1 < n and len(_fold1(raw[i : i + 2])) == 1:
-            i += 2
-        else:
-            i += 1
+        j = i + 1
+        while j < n and len(_fold1(raw[i : j + 1])) == 1:
+            j += 1
+        i = j
     out.append(n)
     return out
 
 
 _CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
+# Characters the cache may hold in all: an analysis costs a few dozen bytes per
+# character (two copies of the text, its tokens), so this bounds the cache to
+# tens of megabytes however many texts pass through a long-running process.
+CACHE_CHARS = 1 << 20
 
 
-_last_big: tuple = ("", None)
+class _SizedCache:
+    """Least-recently-used analyses, bounded by their texts' total length."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[tuple[str, bool], Analysis] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str, variants: bool) -> Analysis:
+        key = (text, variants)
+        with self._lock:
+            an = self._entries.get(key)
+            if an is not None:
+                self._entries.move_to_end(key)
+                return an
+        an = Analysis(text, variants)  # outside the lock: threads analyze in parallel
+        with self._lock:
+            if key not in self._entries:
+                self._entries[key] = an
+                self.size += len(text)
+                while self.size > self.budget and self._entries:
+                    (old, _), _ = self._entries.popitem(last=False)
+                    self.size -= len(old)
+        return an
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.size = 0
 
 
-def analyze(text: str | None) -> Analysis:
-    """The units of a column text.  Cached: a row is analyzed for every term of
-    a query, for matched_in and for its snippet; big texts keep one entry."""
-    global _last_big
+_cache = _SizedCache(CACHE_CHARS)
+
+
+def analyze(text: str | None, variants: bool = False) -> Analysis:
+    """The units of a column text.  Cached when it is at most _CACHE_LIMIT
+    characters: a row is analyzed for every term of a query, for matched_in
+    and for its snippet.  Bigger texts are read in pieces (``pieces``)."""
     text = text or ""
+    variants = bool(variants)
     if len(text) <= _CACHE_LIMIT:
-        return _analyze_cached(text)
-    cached_text, an = _last_big
-    if an is None or not (cached_text is text or cached_text == text):
-        an = Analysis(text)
-        _last_big = (text, an)
-    return an
+        return _cache.get(text, variants)
+    return Analysis(text, variants)
 
 
-@lru_cache(maxsize=256)
-def _analyze_cached(text: str) -> Analysis:
-    return Analysis(text)
+# Where a big text may be cut into pieces analyzed one by one: after a
+# character that separates units in every reading (unicode61's and the CJK
+# runs') and that folding never merges with what follows.  ASCII whitespace
+# and punctuation, CJK punctuation and their full-width forms.
+PIECE_CHARS = 1 << 16
+_SEPARATOR = r"[\s!-/:-@\[-`{-~\u3000-\u3003\u3008-\u3011\u3014-\u301f\uff01-\uff0f\uff1a-\uff20]"
+_NEXT_CUT = re.compile(_SEPARATOR)
+_LAST_CUT = re.compile(r"(?s).*" + _SEPARATOR)
 
 
-def query_units(text: str) -> tuple[Unit, ...]:
+def pieces(text: str, size: int | None = None):
+    """``(offset, piece)`` for consecutive pieces of ``text`` of about ``size``
+    characters, each cut after a separator (see _SEPARATOR), so every unit of
+    the text lies inside one piece and each piece folds and tokenizes as it
+    does within the text.  A stretch with no separator stays whole."""
+    size = size or PIECE_CHARS
+    base, n = 0, len(text)
+    while base < n:
+        cut = n
+        if n - base > size:
+            half = base + size // 2
+            m = _LAST_CUT.match(text, half, base + size)  # the last separator in the window's second half
+            if m is None:
+                m = _NEXT_CUT.search(text, base + size)
+            if m is not None:
+                cut = m.end()
+        yield base, text[base:cut]
+        base = cut
+
+
+def query_units(text: str, variants: bool = False) -> tuple[Unit, ...]:
     """The units of a query term: the same procedure as for documents."""
-    return tuple(Analysis(text).units)
+    return tuple(Analysis(text, variants).units)

@@ -11,10 +11,11 @@
 **   3. One scan of the column converts byte offsets to character offsets;
 **      a second decodes only the characters around the chosen window, so memory
 **      stays proportional to max_chars and the hit count, not to the column.
-**   4. The JSON is written into one buffer handed to SQLite with free().
+**   4. The JSON is written into one buffer handed to SQLite with sqlite3_free().
 **
-** Invariants: every allocation is checked (an out-of-memory anywhere ends in
-** sqlite3_result_error_nomem); everything allocated is freed on every path;
+** Invariants: every allocation goes through the host's sqlite3_malloc64,
+** sqlite3_realloc64 and sqlite3_free (the registration's copy of them) and is
+** checked (an out-of-memory anywhere ends in sqlite3_result_error_nomem); everything allocated is freed on every path;
 ** we never read z[n] or beyond; output text is valid UTF-8.
 */
 #include <limits.h>
@@ -49,6 +50,7 @@ typedef struct CjkAux {
 /* ---- growable output buffer ------------------------------------------- */
 
 typedef struct Buf {
+  const CjkHost *h; /* allocator */
   char *a;
   size_t n, nAlloc;
   int bOom;
@@ -65,7 +67,7 @@ static int bufReserve(Buf *p, size_t nAdd) {
   }
   nNew = p->nAlloc ? p->nAlloc * 2 : 256;
   while (nNew < p->n + nAdd) nNew *= 2;
-  aNew = realloc(p->a, nNew);
+  aNew = p->h->realloc64(p->a, (sqlite3_uint64)nNew);
   if (!aNew) {
     p->bOom = 1;
     return 0;
@@ -266,7 +268,7 @@ static int collectToken(void *pCtx, int tflags, const char *pToken, int nToken, 
     int nNew = p->nRecAlloc ? p->nRecAlloc * 2 : 64;
     TokRec *aNew;
     if (nNew <= p->nRecAlloc) return SQLITE_NOMEM;
-    aNew = realloc(p->aRec, sizeof(TokRec) * (size_t)nNew);
+    aNew = p->text.h->realloc64(p->aRec, sizeof(TokRec) * (sqlite3_uint64)nNew);
     if (!aNew) return SQLITE_NOMEM;
     p->aRec = aNew;
     p->nRecAlloc = nNew;
@@ -302,7 +304,7 @@ static int tokenChars(const char *z, int n) {
 
 /* If z[iStart..iEnd) is all CJK letters, return the end of its first nChar
 ** letters the way the tokenizer reads them (a voiced mark composes with the
-** letter before it); otherwise return iEnd. */
+** letter before it, variation selectors belong to it); otherwise return iEnd. */
 static int cjkPrefixEnd(const unsigned char *z, int iStart, int iEnd, int nChar) {
   int i = iStart, k = 0, iCut = -1;
   while (i < iEnd) {
@@ -315,6 +317,7 @@ static int cjkPrefixEnd(const unsigned char *z, int iStart, int iEnd, int nChar)
         j = j2;
       }
     }
+    j = cjk_skip_variation_selectors(z, iEnd, j); /* part of the letter, as for the tokenizer */
     if (++k == nChar) iCut = j;
     i = j;
   }
@@ -348,6 +351,7 @@ typedef struct MatchArgs {
 } MatchArgs;
 
 typedef struct MatchState {
+  const CjkHost *h; /* allocator */
   int nCol, nPhrase, nInst;
   int *aInst;          /* nInst * 3: phrase, column, offset */
   unsigned char *aSeen; /* nCol * nPhrase: phrase seen in column */
@@ -369,33 +373,33 @@ typedef struct MatchState {
 } MatchState;
 
 static void matchStateFree(MatchState *s) {
-  free(s->aInst);
-  free(s->aSeen);
-  free(s->aDistinct);
-  free(s->aPhraseSize);
-  free(s->aQtok);
-  free(s->azQ);
-  free(s->anQ);
-  free(s->aNeed);
-  free(s->tc.aRec);
-  free(s->tc.text.a);
-  free(s->aHit);
-  free(s->aRange);
-  free(s->aQ);
-  free(s->aCp);
-  free(s->aOff);
+  s->h->free(s->aInst);
+  s->h->free(s->aSeen);
+  s->h->free(s->aDistinct);
+  s->h->free(s->aPhraseSize);
+  s->h->free(s->aQtok);
+  s->h->free(s->azQ);
+  s->h->free(s->anQ);
+  s->h->free(s->aNeed);
+  s->h->free(s->tc.aRec);
+  s->h->free(s->tc.text.a);
+  s->h->free(s->aHit);
+  s->h->free(s->aRange);
+  s->h->free(s->aQ);
+  s->h->free(s->aCp);
+  s->h->free(s->aOff);
 }
 
-static void *mallocArray(size_t nElem, size_t szElem) {
+static void *mallocArray(const CjkHost *h, size_t nElem, size_t szElem) {
   if (nElem == 0) nElem = 1;
   if (nElem > ((size_t)-1) / 2 / szElem) return 0;
-  return malloc(nElem * szElem);
+  return h->malloc64((sqlite3_uint64)(nElem * szElem));
 }
 
-static void *callocArray(size_t nElem, size_t szElem) {
-  if (nElem == 0) nElem = 1;
-  if (nElem > ((size_t)-1) / 2 / szElem) return 0;
-  return calloc(nElem, szElem);
+static void *callocArray(const CjkHost *h, size_t nElem, size_t szElem) {
+  void *p = mallocArray(h, nElem, szElem);
+  if (p) memset(p, 0, (nElem ? nElem : 1) * szElem);
+  return p;
 }
 
 static int cmpInt(const void *a, const void *b) {
@@ -574,10 +578,10 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
     return rc;
   }
   if (s->nInst < 0 || s->nPhrase == 0) s->nInst = 0;
-  s->aInst = mallocArray((size_t)s->nInst * 3, sizeof(int));
-  s->aSeen = callocArray((size_t)s->nCol * (size_t)s->nPhrase, 1);
-  s->aDistinct = callocArray((size_t)s->nCol, sizeof(int));
-  s->aPhraseSize = callocArray((size_t)s->nPhrase, sizeof(int));
+  s->aInst = mallocArray(s->h, (size_t)s->nInst * 3, sizeof(int));
+  s->aSeen = callocArray(s->h, (size_t)s->nCol * (size_t)s->nPhrase, 1);
+  s->aDistinct = callocArray(s->h, (size_t)s->nCol, sizeof(int));
+  s->aPhraseSize = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
   if (!s->aInst || !s->aSeen || !s->aDistinct || !s->aPhraseSize) return SQLITE_NOMEM;
   for (i = 0; i < s->nPhrase; i++) s->aPhraseSize[i] = pApi->xPhraseSize(pFts, i);
   for (i = 0; i < s->nInst; i++) {
@@ -661,7 +665,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
         if (s->aPhraseSize[a[0]] > 0) nNeedAlloc += (size_t)s->aPhraseSize[a[0]];
       }
       if (nNeedAlloc > (size_t)INT_MAX) return SQLITE_NOMEM;
-      s->aNeed = mallocArray(nNeedAlloc, sizeof(int));
+      s->aNeed = mallocArray(s->h, nNeedAlloc, sizeof(int));
       if (!s->aNeed) return SQLITE_NOMEM;
       for (i = 0; i < s->nInst; i++) {
         int *a = &s->aInst[i * 3];
@@ -685,9 +689,9 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
           if (s->aPhraseSize[i] > 0) nQ += (size_t)s->aPhraseSize[i];
         }
         if (nQ > (size_t)INT_MAX) return SQLITE_NOMEM;
-        s->aQtok = callocArray((size_t)s->nPhrase, sizeof(int));
-        s->azQ = (const char **)callocArray(nQ, sizeof(char *));
-        s->anQ = callocArray(nQ, sizeof(int));
+        s->aQtok = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
+        s->azQ = (const char **)callocArray(s->h, nQ, sizeof(char *));
+        s->anQ = callocArray(s->h, nQ, sizeof(int));
         if (!s->aQtok || !s->azQ || !s->anQ) return SQLITE_NOMEM;
         for (i = 0, k = 0; i < s->nPhrase; i++) {
           int j;
@@ -715,7 +719,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
         } else {
           rc = pApi->xTokenize(pFts, zText, nText, (void *)&s->tc, collectToken);
         }
-        if (rc == SQLITE_DONE) rc = SQLITE_OK;
+        if (rc == SQLITE_DONE) rc = SQLITE_OK; /* a tokenizer that passes our stop on */
         if (rc != SQLITE_OK) {
           if (rc != SQLITE_NOMEM) {
             snprintf(zErr, (size_t)nErr, "cjk_match: re-tokenizing column %d failed (error %d)",
@@ -734,7 +738,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
       }
 
       /* each instance becomes a byte range */
-      s->aHit = mallocArray((size_t)s->nInst, sizeof(Hit));
+      s->aHit = mallocArray(s->h, (size_t)s->nInst, sizeof(Hit));
       if (!s->aHit) return SQLITE_NOMEM;
       for (i = 0; i < s->nInst; i++) {
         int *a = &s->aInst[i * 3];
@@ -790,7 +794,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
   {
     int nQ = s->nHit * 2, iq = 0, u = 0, b = 0;
     if (nQ > 0) {
-      s->aQ = mallocArray((size_t)nQ, sizeof(OffQuery));
+      s->aQ = mallocArray(s->h, (size_t)nQ, sizeof(OffQuery));
       if (!s->aQ) return SQLITE_NOMEM;
       for (i = 0; i < s->nHit; i++) {
         s->aQ[2 * i].iByte = s->aHit[i].iStart;
@@ -824,7 +828,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
   /* merge overlapping or touching highlights (in characters) */
   if (s->nHit > 0) {
     qsort(s->aHit, (size_t)s->nHit, sizeof(Hit), cmpHit);
-    s->aRange = mallocArray((size_t)s->nHit, sizeof(Range));
+    s->aRange = mallocArray(s->h, (size_t)s->nHit, sizeof(Range));
     if (!s->aRange) return SQLITE_NOMEM;
     for (i = 0; i < s->nHit; i++) {
       Hit *h = &s->aHit[i];
@@ -842,7 +846,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
 
   /* 3b. the best window: most distinct phrases, then most instances */
   if (s->nHit > 0) {
-    int *aCnt = callocArray((size_t)s->nPhrase, sizeof(int));
+    int *aCnt = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
     int j = 0, nDistinct = 0, iBestEnd = 0;
     long long bestScore = -1;
     if (!aCnt) return SQLITE_NOMEM;
@@ -861,7 +865,7 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
       }
       if (--aCnt[s->aHit[i].iPhrase] == 0) nDistinct--;
     }
-    free(aCnt);
+    s->h->free(aCnt);
     first = s->aRange[s->aHit[iBest].iRange].iStart;
     lastEnd = first;
     for (i = iBest; i < iBestEnd; i++) {
@@ -880,8 +884,8 @@ static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const Match
     if (rs < 0) rs = 0;
     if (re > nChar) re = nChar;
     if (re < rs) re = rs;
-    s->aCp = mallocArray((size_t)(re - rs), sizeof(unsigned));
-    s->aOff = mallocArray((size_t)(re - rs) + 1, sizeof(int));
+    s->aCp = mallocArray(s->h, (size_t)(re - rs), sizeof(unsigned));
+    s->aOff = mallocArray(s->h, (size_t)(re - rs) + 1, sizeof(int));
     if (!s->aCp || !s->aOff) return SQLITE_NOMEM;
     c = 0;
     while (b < nText && u < re) {
@@ -1120,6 +1124,9 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
 
   memset(&s, 0, sizeof(s));
   memset(&out, 0, sizeof(out));
+  s.h = h;
+  s.tc.text.h = h;
+  out.h = h;
   zErr[0] = 0;
   rc = matchRun(pApi, pFts, &args, &s, &out, zErr, (int)sizeof(zErr));
   matchStateFree(&s);
@@ -1128,7 +1135,7 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
     snprintf(zErr, sizeof(zErr), "cjk_match: result too large");
   }
   if (rc != SQLITE_OK) {
-    free(out.a);
+    h->free(out.a);
     if (rc == SQLITE_NOMEM && zErr[0] == 0) {
       h->result_error_nomem(pCtx);
     } else {
@@ -1137,19 +1144,19 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
     }
     return;
   }
-  h->result_text(pCtx, out.a, (int)out.n, free);
+  h->result_text(pCtx, out.a, (int)out.n, h->free);
 }
 
-static void cjkAuxDestroy(void *p) { free(p); }
+static void cjkAuxDestroy(void *p) { ((CjkAux *)p)->host.free(p); }
 
 int cjk_aux_register(fts5_api *pFts5, const CjkHost *pHost) {
   CjkAux *p;
   int rc;
-  if (!pFts5 || !pHost || !pFts5->xCreateFunction) return SQLITE_MISUSE;
-  p = malloc(sizeof(*p));
+  if (!pFts5 || !pHost || !pFts5->xCreateFunction || !pHost->malloc64) return SQLITE_MISUSE;
+  p = pHost->malloc64(sizeof(*p));
   if (!p) return SQLITE_NOMEM;
   p->host = *pHost;
   rc = pFts5->xCreateFunction(pFts5, CJK_MATCH_NAME, (void *)p, cjkMatchFunc, cjkAuxDestroy);
-  if (rc != SQLITE_OK) free(p); /* FTS5 keeps xDestroy only on success */
+  if (rc != SQLITE_OK) pHost->free(p); /* FTS5 keeps xDestroy only on success */
   return rc;
 }

@@ -3,6 +3,7 @@
 ** UTF-8 reader shared by the tokenizer, the auxiliary function and Python.
 */
 #include "cjk_chars.h"
+#include "cjk_variants.h"
 
 /* Value bits carried by a lead byte 0xC0..0xFF, as SQLite's UTF-8 reader uses
 ** them (5-, 6- and 7-byte leads keep their low bits too; the result is then
@@ -195,7 +196,23 @@ unsigned cjk_compose_voiced(unsigned base, unsigned mark) {
   return 0;
 }
 
-int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut) {
+int cjk_is_variation_selector(unsigned cp) {
+  return (cp >= 0xFE00 && cp <= 0xFE0F) || (cp >= 0xE0100 && cp <= 0xE01EF);
+}
+
+int cjk_skip_variation_selectors(const unsigned char *z, int n, int j) {
+  /* U+FE00..FE0F is EF B8 80..8F; U+E0100..E01EF is F3 A0 84..87 xx: test the
+  ** lead byte before decoding, since almost no text has either. */
+  while (j < n && (z[j] == 0xEF || z[j] == 0xF3)) {
+    unsigned cp;
+    int k = cjk_utf8_next(z, n, j, &cp);
+    if (!cjk_is_variation_selector(cp)) break;
+    j = k;
+  }
+  return j;
+}
+
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants) {
   const unsigned char *z = (const unsigned char *)zIn;
   int i = 0, o = 0;
   while (i < n) {
@@ -219,6 +236,10 @@ int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut) {
         cp = c;
         iNext = iNext2;
       }
+    }
+    if (cjk_is_cjk(cp)) {
+      iNext = cjk_skip_variation_selectors(z, n, iNext);
+      if (bVariants) cp = cjk_fold_variant(cp);
     }
     nb = cjk_utf8_put(cp, buf);
     for (k = 0; k < nb; k++) {

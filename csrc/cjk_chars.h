@@ -48,10 +48,22 @@ unsigned cjk_fold_width(unsigned cp);
 ** folding) has a precomposed form (カ+゛ -> ガ), return it, else 0. */
 unsigned cjk_compose_voiced(unsigned base, unsigned mark);
 
-/* Fold a whole UTF-8 string: width folding plus voiced-mark composition, the
-** same mapping the tokenizer applies.  Malformed sequences are copied through
-** unchanged.  Writes at most nOut bytes; returns the length the result needs
-** (which is never more than n), so nOut >= n always suffices. */
-int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut);
+/* Non-zero for a variation selector: U+FE00..FE0F or U+E0100..E01EF. */
+int cjk_is_variation_selector(unsigned cp);
+
+/* Index just past the variation selectors (none or more) starting at z[j],
+** j <= n.  After a CJK letter they belong to it: they neither split the run
+** nor count for matching, and the letter's offsets cover them. */
+int cjk_skip_variation_selectors(const unsigned char *z, int n, int j);
+
+/* Fold a whole UTF-8 string the way the tokenizer reads CJK text: width
+** folding, voiced-mark composition, variation selectors after a CJK letter
+** dropped, and with bVariants the Han variant folding of fold_variants 1
+** (cjk_variants.h).  Malformed sequences are copied through unchanged.
+** Writes at most nOut bytes; returns the length the result needs: never more
+** than n when bVariants is 0, never more than CJK_FOLD_MAX(n) otherwise (a
+** variant may fold to a 4-byte character from a 3-byte one). */
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants);
+#define CJK_FOLD_MAX(n) ((n) + (n) / 3 + 1)
 
 #endif /* CJK_CHARS_H */

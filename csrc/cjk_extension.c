@@ -1,6 +1,7 @@
 /*
 ** cjk_extension.c — the SQLite entry point: registers the cjk_unicode61
-** tokenizer and the cjk_match auxiliary function with one connection's FTS5.
+** tokenizer and the cjk_match auxiliary function with one connection's FTS5,
+** and the cjk_version table (cjk_version.c) with the connection.
 **
 ** No scalar SQL functions: reaching their user data needs the host's
 ** sqlite3_user_data(), which only a process-global API pointer could supply,
@@ -22,6 +23,7 @@
 #include "cjk_aux.h"
 #include "cjk_host.h"
 #include "cjk_tokenizer.h"
+#include "cjk_version.h"
 
 #if defined(_WIN32)
 #define CJK_EXPORT __declspec(dllexport)
@@ -53,6 +55,8 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   memset(pHost, 0, sizeof(*pHost));
   COPY_SLOT(libversion_number);
   COPY_SLOT(malloc);
+  COPY_SLOT(malloc64);
+  COPY_SLOT(realloc64);
   COPY_SLOT(free);
   COPY_SLOT(mprintf);
   COPY_SLOT(prepare_v2);
@@ -71,6 +75,8 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   COPY_SLOT(value_int);
   COPY_SLOT(value_text);
   COPY_SLOT(value_type);
+  COPY_SLOT(create_module_v2);
+  COPY_SLOT(declare_vtab);
 }
 
 /* Return the connection's fts5_api, or NULL if FTS5 is not compiled in. */
@@ -117,21 +123,7 @@ CJK_EXPORT int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
     }
     return SQLITE_ERROR;
   }
-  if (pFts5->iVersion >= 3) {
-    fts5_tokenizer_v2 tok;
-    memset(&tok, 0, sizeof(tok));
-    tok.iVersion = 2;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_tokenizer_tokenize;
-    rc = pFts5->xCreateTokenizer_v2(pFts5, CJK_TOKENIZER_NAME, (void *)pFts5, &tok, 0);
-  } else {
-    fts5_tokenizer tok;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_xTokenize_v1;
-    rc = pFts5->xCreateTokenizer(pFts5, CJK_TOKENIZER_NAME, (void *)pFts5, &tok, 0);
-  }
+  rc = cjk_tokenizer_register(pFts5, &host);
   if (rc != SQLITE_OK) {
     if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering the tokenizer failed (%d)", rc);
     return rc;
@@ -141,5 +133,5 @@ CJK_EXPORT int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
     if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering cjk_match failed (%d)", rc);
     return rc;
   }
-  return SQLITE_OK;
+  return cjk_version_register(db, &host, pzErrMsg);
 }

@@ -26,7 +26,9 @@ typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_context sqlite3_context;
 typedef struct sqlite3_value sqlite3_value;
 typedef struct sqlite3_api_routines sqlite3_api_routines; /* never dereferenced by type */
+typedef struct sqlite3_module sqlite3_module;             /* laid out in cjk_version.c */
 typedef long long sqlite3_int64;
+typedef unsigned long long sqlite3_uint64;
 
 #define SQLITE_OK 0
 #define SQLITE_ERROR 1
@@ -42,6 +44,7 @@ typedef long long sqlite3_int64;
 #define SQLITE_TRANSIENT ((void (*)(void *))-1)
 
 /* Index of each sqlite3_api_routines member we use (sqlite3ext.h order). */
+#define CJK_SLOT_declare_vtab 50
 #define CJK_SLOT_finalize 57
 #define CJK_SLOT_free 58
 #define CJK_SLOT_libversion_number 67
@@ -59,15 +62,20 @@ typedef long long sqlite3_int64;
 #define CJK_SLOT_value_text 109
 #define CJK_SLOT_value_type 113
 #define CJK_SLOT_prepare_v2 116
+#define CJK_SLOT_create_module_v2 119
 #define CJK_SLOT_result_error_nomem 137
 #define CJK_SLOT_create_function_v2 162
+#define CJK_SLOT_malloc64 197 /* SQLite >= 3.8.7 */
+#define CJK_SLOT_realloc64 199
 #define CJK_SLOT_bind_pointer 219 /* SQLite >= 3.20.0 */
 
 /* The host routines one registration uses, copied out of the host's table. */
 typedef struct CjkHost {
   int (*libversion_number)(void);
   void *(*malloc)(int);
-  void (*free)(void *);
+  void *(*malloc64)(sqlite3_uint64); /* every allocation of ours goes through */
+  void *(*realloc64)(void *, sqlite3_uint64); /* these three, so the host's heap */
+  void (*free)(void *);                       /* limit and accounting apply */
   char *(*mprintf)(const char *, ...);
   int (*prepare_v2)(sqlite3 *, const char *, int, sqlite3_stmt **, const char **);
   int (*bind_pointer)(sqlite3_stmt *, int, void *, const char *, void (*)(void *));
@@ -88,6 +96,8 @@ typedef struct CjkHost {
   int (*value_int)(sqlite3_value *);
   const unsigned char *(*value_text)(sqlite3_value *);
   int (*value_type)(sqlite3_value *);
+  int (*create_module_v2)(sqlite3 *, const char *, const sqlite3_module *, void *, void (*)(void *));
+  int (*declare_vtab)(sqlite3 *, const char *);
 } CjkHost;
 
 /* ---- FTS5 (layout as documented in SQLite's fts5.h) -------------------- */

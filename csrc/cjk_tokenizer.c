@@ -8,24 +8,43 @@
 **   - We never read pText[nText] or beyond; nText < 0 is treated as 0.
 **   - No mutable state outside the Fts5Tokenizer and the per-call TokState, so
 **     tokenizing is thread-safe as far as the wrapped unicode61 is.
-**   - The first non-OK code returned by xToken (SQLITE_DONE included) stops
-**     tokenizing and is returned as is.
+**   - Every allocation goes through the host's sqlite3_malloc64/sqlite3_free
+**     (copied into each registration), so the host's heap limit and memory
+**     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText).
+**   - The first non-OK code returned by xToken stops tokenizing.  SQLITE_DONE
+**     then becomes SQLITE_OK, as SQLite's own tokenizers return it; any other
+**     code is returned as is.
 */
-#include <stdlib.h>
 #include <string.h>
 
 #include "cjk_chars.h"
 #include "cjk_tokenizer.h"
+#include "cjk_variants.h"
 
+/* The registration's user data (what FTS5 hands xCreate): allocated with the
+** host's allocator, freed by FTS5 when the connection closes. */
+typedef struct CjkTokModule {
+  fts5_api *pApi;
+  void *(*xMalloc)(sqlite3_uint64);
+  void (*xFree)(void *);
+} CjkTokModule;
+
+/* One tokenizer instance.  It may outlive the connection that created it (an
+** APSW Connection.fts5_tokenizer() object kept past close(), say), so it holds
+** nothing that points into memory the connection owns: the unicode61 methods
+** are copied by value, not kept as a pointer into FTS5's per-connection
+** record of them, and the allocator is the host's routines, not the module. */
 typedef struct CjkTokenizer {
-  int bV2;                     /* unicode61 reached through fts5_tokenizer_v2 */
-  fts5_tokenizer inner1;       /* its methods when bV2 == 0 */
-  fts5_tokenizer_v2 *pInner2;  /* its methods when bV2 == 1 (owned by FTS5) */
-  Fts5Tokenizer *pInner;       /* the unicode61 instance */
-  int nSep;                    /* CJK code points named in separators= ... */
-  unsigned *aSep;              /* ... which then split CJK runs */
-  int bSplitNewline;           /* '\n' is a separator: long segments may split there */
-  int bUnigrams;               /* unigrams 1: see "unigrams option" below */
+  void *(*xMalloc)(sqlite3_uint64);
+  void (*xFree)(void *);
+  int bV2;                    /* unicode61 reached through fts5_tokenizer_v2 */
+  fts5_tokenizer inner1;      /* its methods when bV2 == 0 */
+  fts5_tokenizer_v2 inner2;   /* its methods when bV2 == 1 */
+  Fts5Tokenizer *pInner;      /* the unicode61 instance */
+  int nSep;                   /* CJK code points named in separators= ... */
+  unsigned *aSep;             /* ... which then split CJK runs */
+  int bFoldVariants;          /* fold_variants 1: Han variants fold (cjk_variants.h) */
+  int bUnigrams;              /* unigrams 1: see "unigrams option" below */
 } CjkTokenizer;
 
 /* Per-call state shared with the callback that forwards unicode61's tokens. */
@@ -34,19 +53,24 @@ typedef struct TokState {
   cjk_xtoken_fn xToken;
   int rc;          /* first non-OK code from xToken */
   int iBase;       /* offset of the segment being handed to unicode61 */
-  const int *aMap; /* folded-segment offset -> segment offset, or NULL */
+  const int *aMap; /* folded-chunk offset -> segment offset, or NULL */
   int nMap;        /* entries in aMap minus one (folded length) */
+  int bCut;        /* the folded chunk ends before its segment does */
+  int iRestart;    /* segment offset of the token cut at the chunk end, or -1 */
   int bAfterCjk;   /* the last token emitted came from a CJK run */
   int iRunEnd;     /* end offset of the last CJK run */
   unsigned lastCp; /* its last character, folded */
 } TokState;
 
-/* Segments of non-CJK text longer than this are handed to unicode61 in pieces
-** split at a newline, so folding never copies more than about this much. */
+/* Full-width ASCII must be folded before unicode61 sees it, which means a
+** copy of the text and an offset map (5 bytes per input byte).  Segments that
+** need folding are copied this many input bytes at a time (more only while a
+** single token is longer), so the extra memory stays bounded whatever the
+** length of the segment. */
 #define CJK_CHUNK 65536
 
-/* Most tokenizer arguments (names and values) accepted: the arguments handed
-** on to unicode61 are copied into an array of this size. */
+/* Most tokenizer arguments (names and values) accepted: a bound on what one
+** tokenize= argument may carry. */
 #define CJK_MAX_ARGS 64
 
 /* ---- arguments --------------------------------------------------------- */
@@ -138,10 +162,15 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
         setErr(zErr, nErr, "cjk_unicode61: unigrams must be 0 or 1, not '%s'", zVal);
         return 1;
       }
+    } else if (optionIs(zName, "fold_variants")) {
+      if (!((zVal[0] == '0' || zVal[0] == '1') && zVal[1] == 0)) {
+        setErr(zErr, nErr, "cjk_unicode61: fold_variants must be 0 or 1, not '%s'", zVal);
+        return 1;
+      }
     } else if (!optionIs(zName, "tokenchars") && !optionIs(zName, "separators")) {
       setErr(zErr, nErr,
              "cjk_unicode61: unknown option '%s' (known: remove_diacritics, tokenchars, "
-             "separators, categories, unigrams)",
+             "separators, categories, fold_variants, unigrams)",
              zName);
       return 1;
     }
@@ -162,39 +191,64 @@ int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr) {
 ** created (an FTS5 delete re-tokenizes the row; a changed tokenization would
 ** corrupt the index).  unicode61 does not know the option: it is taken out of
 ** the arguments handed to it. */
-static void readUnigrams(CjkTokenizer *p, const char **azArg, int nArg, const char **aInner, int *pnInner) {
-  int i, n = 0;
-  for (i = 0; i + 1 < nArg; i += 2) {
-    if (optionIs(azArg[i], "unigrams")) {
-      p->bUnigrams = azArg[i + 1][0] == '1';
-    } else {
-      aInner[n++] = azArg[i];
-      aInner[n++] = azArg[i + 1];
-    }
-  }
-  *pnInner = n;
-}
-
 /* Collect the CJK letters named in every separators= option. */
 static int collectSeparators(CjkTokenizer *p, const char **azArg, int nArg) {
-  int i;
-  for (i = 0; i + 1 < nArg; i += 2) {
-    const unsigned char *z;
-    int n, k;
-    if (!optionIs(azArg[i], "separators")) continue;
-    z = (const unsigned char *)azArg[i + 1];
-    n = (int)strlen((const char *)z);
-    for (k = 0; k < n;) {
-      unsigned cp;
-      k = cjk_utf8_next(z, n, k, &cp);
-      if (cjk_is_cjk(cp)) {
-        unsigned *aNew = realloc(p->aSep, sizeof(unsigned) * (size_t)(p->nSep + 1));
-        if (!aNew) return SQLITE_NOMEM;
-        p->aSep = aNew;
-        p->aSep[p->nSep++] = cp;
+  int i, nSep = 0, bFill;
+  for (bFill = 0; bFill < 2; bFill++) { /* count, then fill */
+    for (i = 0; i + 1 < nArg; i += 2) {
+      const unsigned char *z;
+      int n, k;
+      if (!optionIs(azArg[i], "separators")) continue;
+      z = (const unsigned char *)azArg[i + 1];
+      n = (int)strlen((const char *)z);
+      for (k = 0; k < n;) {
+        unsigned cp;
+        k = cjk_utf8_next(z, n, k, &cp);
+        if (!cjk_is_cjk(cp)) continue;
+        if (bFill) {
+          p->aSep[p->nSep++] = cp;
+        } else {
+          nSep++;
+        }
       }
     }
+    if (!bFill) {
+      if (nSep == 0) return SQLITE_OK;
+      p->aSep = p->xMalloc(sizeof(unsigned) * (sqlite3_uint64)nSep);
+      if (!p->aSep) return SQLITE_NOMEM;
+    }
   }
+  return SQLITE_OK;
+}
+
+/* Our own options (fold_variants, unigrams) are not unicode61's: take them
+** out of the list unicode61 gets.  *pazInner is azArg itself when there is nothing to take
+** out, else a copy the caller frees. */
+static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const char ***pazInner,
+                           int *pnInner) {
+  int i, n = 0, bOwn = 0;
+  const char **aInner;
+  for (i = 0; i + 1 < nArg; i += 2) {
+    if (optionIs(azArg[i], "fold_variants")) {
+      p->bFoldVariants = azArg[i + 1][0] == '1';
+      bOwn = 1;
+    } else if (optionIs(azArg[i], "unigrams")) {
+      p->bUnigrams = azArg[i + 1][0] == '1';
+      bOwn = 1;
+    }
+  }
+  *pazInner = azArg;
+  *pnInner = nArg;
+  if (!bOwn) return SQLITE_OK;
+  aInner = p->xMalloc(sizeof(const char *) * (sqlite3_uint64)nArg);
+  if (!aInner) return SQLITE_NOMEM;
+  for (i = 0; i + 1 < nArg; i += 2) {
+    if (optionIs(azArg[i], "fold_variants") || optionIs(azArg[i], "unigrams")) continue;
+    aInner[n++] = azArg[i];
+    aInner[n++] = azArg[i + 1];
+  }
+  *pazInner = aInner;
+  *pnInner = n;
   return SQLITE_OK;
 }
 
@@ -205,71 +259,52 @@ void cjk_tokenizer_delete(Fts5Tokenizer *pTok) {
   if (!p) return;
   if (p->pInner) {
     if (p->bV2) {
-      p->pInner2->xDelete(p->pInner);
+      p->inner2.xDelete(p->pInner);
     } else {
       p->inner1.xDelete(p->pInner);
     }
   }
-  free(p->aSep);
-  free(p);
+  p->xFree(p->aSep);
+  p->xFree(p);
 }
 
-/* Long non-CJK segments may be handed to unicode61 in pieces split after a
-** newline, but only if a newline separates tokens under these arguments
-** (tokenchars or categories can make it a token character).  Ask unicode61
-** itself: "a\nb" must come back as the two tokens "a" and "b". */
-typedef struct NewlineProbe {
-  int nTok;
-  int bSplit;
-} NewlineProbe;
-
-static int probeToken(void *pCtx, int tflags, const char *pTok, int nTok, int iStart, int iEnd) {
-  NewlineProbe *q = (NewlineProbe *)pCtx;
-  (void)tflags;
-  (void)pTok;
-  (void)nTok;
-  q->nTok++;
-  if (q->nTok == 1 && iStart == 0 && iEnd == 1) q->bSplit = 1;
-  if (q->nTok > 1 && iStart != 2) q->bSplit = 0;
-  return SQLITE_OK;
-}
-
-static int probeNewline(CjkTokenizer *p) {
-  NewlineProbe q = {0, 0};
-  int rc;
-  if (p->bV2) {
-    rc = p->pInner2->xTokenize(p->pInner, &q, FTS5_TOKENIZE_DOCUMENT, "a\nb", 3, 0, 0, probeToken);
-  } else {
-    rc = p->inner1.xTokenize(p->pInner, &q, FTS5_TOKENIZE_DOCUMENT, "a\nb", 3, probeToken);
-  }
-  p->bSplitNewline = rc == SQLITE_OK && q.bSplit && q.nTok == 2;
-  return rc;
-}
-
-int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
+int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
+  const CjkTokModule *pMod = (const CjkTokModule *)pUserData;
+  fts5_api *pApi;
   CjkTokenizer *p;
   void *pUd = 0;
-  int rc;
+  const char **azInner = 0;
+  int rc, nInner = 0;
   char zErr[8];
-  const char *aInner[CJK_MAX_ARGS];
-  int nInner = 0;
   *ppOut = 0;
-  if (!pApi) return SQLITE_ERROR;
+  if (!pMod || !pMod->pApi) return SQLITE_ERROR;
+  pApi = pMod->pApi;
   if (cjk_check_args(azArg, nArg, zErr, (int)sizeof(zErr))) return SQLITE_ERROR;
-  p = calloc(1, sizeof(*p));
+  p = pMod->xMalloc(sizeof(*p));
   if (!p) return SQLITE_NOMEM;
-  readUnigrams(p, azArg, nArg, aInner, &nInner);
+  memset(p, 0, sizeof(*p));
+  p->xMalloc = pMod->xMalloc;
+  p->xFree = pMod->xFree;
+  rc = splitOwnOptions(p, azArg, nArg, &azInner, &nInner);
+  if (rc != SQLITE_OK) {
+    p->xFree(p);
+    return rc;
+  }
   if (pApi->iVersion >= 3) {
+    fts5_tokenizer_v2 *pInner2 = 0;
     p->bV2 = 1;
-    rc = pApi->xFindTokenizer_v2(pApi, "unicode61", &pUd, &p->pInner2);
-    if (rc == SQLITE_OK && !p->pInner2) rc = SQLITE_ERROR;
-    if (rc == SQLITE_OK) rc = p->pInner2->xCreate(pUd, aInner, nInner, &p->pInner);
+    rc = pApi->xFindTokenizer_v2(pApi, "unicode61", &pUd, &pInner2);
+    if (rc == SQLITE_OK && !pInner2) rc = SQLITE_ERROR;
+    if (rc == SQLITE_OK) {
+      p->inner2 = *pInner2; /* FTS5's copy goes away with the connection */
+      rc = p->inner2.xCreate(pUd, azInner, nInner, &p->pInner);
+    }
   } else {
     rc = pApi->xFindTokenizer(pApi, "unicode61", &pUd, &p->inner1);
-    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, aInner, nInner, &p->pInner);
+    if (rc == SQLITE_OK) rc = p->inner1.xCreate(pUd, azInner, nInner, &p->pInner);
   }
+  if (azInner != azArg) p->xFree((void *)azInner);
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
-  if (rc == SQLITE_OK) rc = probeNewline(p);
   if (rc != SQLITE_OK) {
     cjk_tokenizer_delete((Fts5Tokenizer *)p);
     return rc;
@@ -278,8 +313,39 @@ int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Token
   return SQLITE_OK;
 }
 
-int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
-  return cjk_tokenizer_create((fts5_api *)pUserData, azArg, nArg, ppOut);
+static void cjkTokModuleDestroy(void *pUserData) {
+  CjkTokModule *pMod = (CjkTokModule *)pUserData;
+  pMod->xFree(pMod);
+}
+
+int cjk_tokenizer_register(fts5_api *pFts5, const CjkHost *pHost) {
+  CjkTokModule *pMod;
+  int rc;
+  if (!pFts5 || !pHost || !pHost->malloc64 || !pHost->free) return SQLITE_MISUSE;
+  pMod = pHost->malloc64(sizeof(*pMod));
+  if (!pMod) return SQLITE_NOMEM;
+  pMod->pApi = pFts5;
+  pMod->xMalloc = pHost->malloc64;
+  pMod->xFree = pHost->free;
+  if (pFts5->iVersion >= 3) {
+    fts5_tokenizer_v2 tok;
+    memset(&tok, 0, sizeof(tok));
+    tok.iVersion = 2;
+    tok.xCreate = cjk_xCreate;
+    tok.xDelete = cjk_tokenizer_delete;
+    tok.xTokenize = cjk_tokenizer_tokenize;
+    rc = pFts5->xCreateTokenizer_v2(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
+                                    cjkTokModuleDestroy);
+  } else {
+    fts5_tokenizer tok;
+    tok.xCreate = cjk_xCreate;
+    tok.xDelete = cjk_tokenizer_delete;
+    tok.xTokenize = cjk_xTokenize_v1;
+    rc = pFts5->xCreateTokenizer(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
+                                 cjkTokModuleDestroy);
+  }
+  if (rc != SQLITE_OK) pHost->free(pMod); /* FTS5 keeps xDestroy only on success */
+  return rc;
 }
 
 /* ---- tokenize ---------------------------------------------------------- */
@@ -309,6 +375,13 @@ static int forwardToken(void *pCtx, int tflags, const char *pTok, int nTok, int 
   if (s->aMap) {
     if (iEnd > s->nMap) iEnd = s->nMap;
     if (iStart > iEnd) iStart = iEnd;
+    if (s->bCut && iEnd == s->nMap) {
+      /* The token reaches the end of a chunk that is not the end of the
+      ** segment, so it may go on in the next chunk: stop here and hand it
+      ** over again from its start. */
+      s->iRestart = s->aMap[iStart];
+      return SQLITE_DONE;
+    }
     iStart = s->aMap[iStart];
     iEnd = s->aMap[iEnd];
   }
@@ -320,58 +393,87 @@ static int innerTokenize(CjkTokenizer *p, TokState *s, int flags, const char *z,
                          const char *pLocale, int nLocale) {
   int rc;
   if (p->bV2) {
-    rc = p->pInner2->xTokenize(p->pInner, (void *)s, flags, z, n, pLocale, nLocale, forwardToken);
+    rc = p->inner2.xTokenize(p->pInner, (void *)s, flags, z, n, pLocale, nLocale, forwardToken);
   } else {
     rc = p->inner1.xTokenize(p->pInner, (void *)s, flags, z, n, forwardToken);
   }
   if (s->rc != SQLITE_OK) return s->rc; /* xToken's code wins, SQLITE_DONE included */
+  if (rc == SQLITE_DONE) rc = SQLITE_OK; /* stopped at a chunk end by forwardToken */
   return rc;
 }
 
 /* Hand non-CJK text z[0..n) (at offset iBase of the input) to unicode61,
-** folding full-width ASCII first when bFold is set. */
+** folding full-width ASCII first when bFold is set.  Folded text goes over
+** in chunks of about CJK_CHUNK input bytes: unicode61 decides where tokens
+** end, and a token that reaches the end of a chunk is handed over again at
+** the start of the next one, so the tokens are those of the whole segment. */
 static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned char *z, int n,
                            int iBase, int bFold, const char *pLocale, int nLocale) {
-  unsigned char *aOut;
-  int *aMap;
-  int i = 0, o = 0, rc;
+  unsigned char *aOut = 0;
+  int *aMap = 0;
+  int nAlloc = 0, nChunk = CJK_CHUNK, iPos = 0, rc = SQLITE_OK;
   s->iBase = iBase;
   s->aMap = 0;
   if (!bFold) return innerTokenize(p, s, flags, (const char *)z, n, pLocale, nLocale);
-  aOut = malloc((size_t)n + 1);
-  aMap = malloc(sizeof(int) * ((size_t)n + 1));
-  if (!aOut || !aMap) {
-    free(aOut);
-    free(aMap);
-    return SQLITE_NOMEM;
-  }
-  while (i < n) {
-    unsigned cp;
-    int j = cjk_utf8_next(z, n, i, &cp);
-    if (cp >= 0xFF01 && cp <= 0xFF5E) {
-      aMap[o] = i;
-      aOut[o++] = (unsigned char)cjk_fold_width(cp);
-    } else {
-      int k;
-      for (k = i; k < j; k++) {
-        aMap[o] = i; /* bytes inside a character map to its start */
-        aOut[o++] = z[k];
+  while (iPos < n) {
+    int i = iPos, o = 0, iEnd = iPos;
+    while (iEnd < n && iEnd - iPos < nChunk) { /* the chunk ends on a character boundary */
+      unsigned cp;
+      iEnd = cjk_utf8_next(z, n, iEnd, &cp);
+    }
+    if (iEnd - iPos > nAlloc) { /* folding never lengthens: iEnd - iPos bytes suffice */
+      p->xFree(aOut);
+      p->xFree(aMap);
+      nAlloc = iEnd - iPos;
+      aOut = p->xMalloc((sqlite3_uint64)nAlloc + 1);
+      aMap = p->xMalloc(sizeof(int) * ((sqlite3_uint64)nAlloc + 1));
+      if (!aOut || !aMap) {
+        rc = SQLITE_NOMEM;
+        break;
       }
     }
-    i = j;
+    while (i < iEnd) {
+      unsigned cp;
+      int j = cjk_utf8_next(z, n, i, &cp);
+      if (cp >= 0xFF01 && cp <= 0xFF5E) {
+        aMap[o] = i;
+        aOut[o++] = (unsigned char)cjk_fold_width(cp);
+      } else {
+        int k;
+        for (k = i; k < j; k++) {
+          aMap[o] = i; /* bytes inside a character map to its start */
+          aOut[o++] = z[k];
+        }
+      }
+      i = j;
+    }
+    aMap[o] = iEnd;
+    s->aMap = aMap;
+    s->nMap = o;
+    s->bCut = iEnd < n;
+    s->iRestart = -1;
+    rc = innerTokenize(p, s, flags, (const char *)aOut, o, pLocale, nLocale);
+    s->aMap = 0;
+    if (rc != SQLITE_OK || iEnd >= n) break;
+    if (s->iRestart < 0) {
+      iPos = iEnd; /* no token reached the chunk end */
+    } else if (s->iRestart > iPos) {
+      iPos = s->iRestart;
+    } else if (nChunk <= n / 2) {
+      nChunk *= 2; /* one token fills the chunk: take a bigger one */
+    } else {
+      nChunk = n;
+    }
   }
-  aMap[o] = n;
-  s->aMap = aMap;
-  s->nMap = o;
-  rc = innerTokenize(p, s, flags, (const char *)aOut, o, pLocale, nLocale);
-  s->aMap = 0;
-  free(aOut);
-  free(aMap);
+  p->xFree(aOut);
+  p->xFree(aMap);
   return rc;
 }
 
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
-** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter. */
+** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter.
+** Variation selectors after it are part of it (skipped, so *pi moves past
+** them), and under fold_variants 1 it takes its canonical Han form. */
 static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi, unsigned *pCp) {
   unsigned cp, cp2, c;
   int i = *pi, j, j2;
@@ -389,6 +491,8 @@ static int readCjk(const CjkTokenizer *p, const unsigned char *z, int n, int *pi
       j = j2;
     }
   }
+  j = cjk_skip_variation_selectors(z, n, j);
+  if (p->bFoldVariants) cp = cjk_fold_variant(cp);
   *pCp = cp;
   *pi = j;
   return 1;
@@ -443,6 +547,12 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
   return SQLITE_OK;
 }
 
+/* Non-zero if z[i..j), read by cjk_utf8_next() as cp, is malformed UTF-8
+** (cjk_utf8_next() reads those as U+FFFD, and so does a real U+FFFD). */
+static int isMalformed(const unsigned char *z, int i, int j, unsigned cp) {
+  return cp == 0xFFFD && !(j - i == 3 && z[i] == 0xEF && z[i + 1] == 0xBF && z[i + 2] == 0xBD);
+}
+
 int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
                            int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken) {
   CjkTokenizer *p = (CjkTokenizer *)pTok;
@@ -456,22 +566,22 @@ int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const cha
   s.xToken = xToken;
   while (i < n && rc == SQLITE_OK) {
     /* a segment of non-CJK text: [iSeg, i) */
-    int iSeg = i, bFold = 0, bCjk = 0;
+    int iSeg = i, bFold = 0, bCjk = 0, iNext = -1;
     while (i < n) {
       unsigned cp;
       int j;
-      if (z[i] < 0xE1) {
-        /* No CJK letter starts below U+1100 (lead byte 0xE1), and a byte >= 0xE1
-        ** is never swallowed as a continuation byte, so these bytes can be
-        ** skipped one by one without decoding. */
-        if (z[i] == '\n' && p->bSplitNewline && i - iSeg >= CJK_CHUNK) {
-          i++;
-          break; /* hand this long piece over now; '\n' separates anyway */
-        }
+      if (z[i] < 0x80) {
         i++;
         continue;
       }
       j = cjk_utf8_next(z, n, i, &cp);
+      if (isMalformed(z, i, j, cp)) {
+        /* Invalid UTF-8 is a separator, whatever SQLite's reader would make
+        ** of it (it reads some overlong forms and stray bytes as letters,
+        ** which no other reader of the text sees). */
+        iNext = j;
+        break;
+      }
       if (isCjkLetter(p, cp)) {
         bCjk = 1;
         break;
@@ -484,8 +594,12 @@ int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const cha
       if (rc != SQLITE_OK) break;
     }
     if (bCjk) rc = tokenizeCjkRun(p, &s, flags, z, n, &i); /* consumes >= 1 character */
+    if (iNext >= 0) i = iNext;
   }
-  if (s.rc != SQLITE_OK) return s.rc;
+  if (s.rc != SQLITE_OK) rc = s.rc;
+  /* A callback that asks to stop with SQLITE_DONE has been obeyed; like
+  ** SQLite's own tokenizers, report that as success. */
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
   return rc;
 }
 

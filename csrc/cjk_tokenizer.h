@@ -17,10 +17,20 @@
 **   matches "AB。BC" (runs that don't share that character cannot form a false
 **   phrase).  Full-width ASCII folds to ASCII and half-width katakana and
 **   Hangul to their full-width forms, in documents and queries alike, with
-**   offsets pointing at the original bytes.  Invalid UTF-8 is a separator.
-**   Option "unigrams 1" (default 0): documents also get every CJK character
-**   as a unigram colocated with the bigram it starts, so the plain string "X"
-**   finds every occurrence of X; queries are tokenized as without it.
+**   offsets pointing at the original bytes.  Invalid UTF-8 is a separator: every
+**   sequence cjk_utf8_next() reads as malformed (overlong forms, surrogates,
+**   beyond U+10FFFF, U+FFFE/U+FFFF, stray or missing continuation bytes) ends
+**   the token before it, even where SQLite's own reader would decode a letter.
+**   Variation selectors (U+FE00..FE0F, U+E0100..E01EF) after a CJK letter
+**   belong to it: they do not split the run, are not part of any token, and
+**   the letter's offsets cover them (辻+U+E0101 村 -> 辻村).  The option
+**   fold_variants 1 (default 0) folds Han variants to one canonical form
+**   (cjk_variants.h: 項目 and 项目 both become 项目), again in documents and
+**   queries alike and with offsets on the original bytes.  Option
+**   "unigrams 1" (default 0): documents also get every CJK character as a
+**   unigram colocated with the bigram it starts, so the plain string "X"
+**   finds every occurrence of X; queries are tokenized as without it.  Every
+**   other option is unicode61's.
 */
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H
@@ -38,14 +48,17 @@
 ** so Python calls this to say what is wrong. */
 int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 
-/* Create a tokenizer that wraps the unicode61 tokenizer of pApi's host.
-** bUseV2: reach unicode61 through fts5_tokenizer_v2 (fts5_api.iVersion >= 3). */
-int cjk_tokenizer_create(fts5_api *pApi, const char **azArg, int nArg, Fts5Tokenizer **ppOut);
+/* Register cjk_unicode61 with pFts5: through xCreateTokenizer_v2 when
+** fts5_api.iVersion >= 3 (the instances then reach unicode61 through
+** fts5_tokenizer_v2, locale included), else xCreateTokenizer.  The host's
+** allocator is copied into the registration and into every instance. */
+int cjk_tokenizer_register(fts5_api *pFts5, const CjkHost *pHost);
+
 void cjk_tokenizer_delete(Fts5Tokenizer *pTok);
 int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
                            int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken);
 
-/* Registered as xCreate/xDelete/xTokenize; pUserData is the fts5_api*. */
+/* Registered as xCreate/xDelete/xTokenize; pUserData is the registration's. */
 int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut);
 int cjk_xTokenize_v1(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText, int nText,
                      cjk_xtoken_fn xToken);

@@ -1,36 +1,28 @@
-"""cffi (API mode, out of line) build script for cjk_tokenizer._cjk_unicode61.
+"""cffi (API mode, out of line) definition of cjk_tokenizer._cjk_unicode61.
 
 The module carries the whole extension (so it loads into SQLite as well) and
-exposes to Python the one definition of CJK and of width folding.
+exposes to Python the one definition of CJK, width folding and the version.
+python/cjk_build.py generates its C wrapper from ``ffibuilder`` and compiles
+it with the sources and flags pyproject.toml gives the plain library.
 """
-import os
-import sys
-
 import cffi
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cjk_sources import C_SOURCES, compile_args, link_args  # noqa: E402
 
 CDEF = """
 int cjk_is_cjk(unsigned int cp);
 unsigned int cjk_fold_width(unsigned int cp);
-int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut);
+int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants);
+int cjk_variant_count(void);
+unsigned int cjk_variant_pair(int i, int bTo);
 int cjk_range_count(void);
 unsigned int cjk_range_bound(int i, int bHigh);
 int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
+const char *cjk_version(void);
 """
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "cjk_tokenizer._cjk_unicode61",
-    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n',
-    sources=C_SOURCES,
-    include_dirs=["csrc"],
-    extra_compile_args=compile_args(),
-    extra_link_args=link_args(),
+    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n#include "cjk_variants.h"\n#include "cjk_version.h"\n',
 )
-
-if __name__ == "__main__":
-    ffibuilder.compile(verbose=True)

@@ -94,7 +94,7 @@ def test_round_trip_json_string(archive):
     assert "回滚" in text  # ensure_ascii=False: CJK stays readable
     out = json.loads(text)
     assert out["mode"] == "discovery" and out["sessions"][0]["session"]["session_id"] == "s1"
-    assert "**回滚**" in out["sessions"][0]["hit"]["snippet"]
+    assert "⟦回滚⟧" in out["sessions"][0]["hit"]["snippet"] and out["sessions"][0]["hit"]["marks"] == ["⟦", "⟧"]
 
 
 def test_round_trip_dict_and_every_mode(archive):

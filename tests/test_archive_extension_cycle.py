@@ -66,10 +66,12 @@ def test_extension_lost_and_found(tmp_path):
     gone_markers = []
     with Archive(path, extension=False) as ar:
         status = ar.index_status()["cjk"]
-        assert (status["status"], status["served"], status["exists"]) == ("stale", False, True)
+        # opening to read changes nothing: hosts with the extension keep being served
+        assert (status["status"], status["served"], status["exists"]) == ("live", False, True)
         assert ar.live_indexes() == {"unicode61", "trigram"}
-        assert no_trigger_touches(ar, CJK), "a live trigger into the cjk table would fail every write here"
         ar.bulk_import(corpus.messages(150, seed=2, start=301))
+        assert ar.index_status()["cjk"]["status"] == "stale"  # the first write demoted it
+        assert no_trigger_touches(ar, CJK), "a live trigger into the cjk table would fail every write here"
         late = ar.add_message("s9", "assistant", "新しいメッセージ mk451z", reasoning="想一想 mk452z")
         # updates and deletes of rows indexed before (<= watermark) and written during the outage
         for k, mid in enumerate([2, 5, 9, 40, 77, 150, 299, 305, 333, 440, late]):
@@ -238,8 +240,9 @@ def test_host_without_extension_joins_while_another_has_it_open(tmp_path):
     with Archive(path, indexes=("cjk", "unicode61", "trigram")) as with_ext:
         with_ext.bulk_import(corpus.messages(50, seed=9))
         with Archive(path, extension=False) as without:
-            assert with_ext.live_indexes() == {"unicode61", "trigram"}  # read fresh from index_state
+            assert with_ext.live_indexes() == {"cjk", "unicode61", "trigram"}  # opening alone demotes nothing
             a = without.add_message("s1", "user", "没有扩展 upd1x")
+            assert with_ext.live_indexes() == {"unicode61", "trigram"}  # read fresh from index_state
             b = with_ext.add_message("s1", "user", "有扩展 upd2x")  # recorded, not indexed, by the new triggers
             without.update_message(5, content="改 upd3x")
         assert cjk_rowids(with_ext, "upd1x") == cjk_rowids(with_ext, "upd2x") == set()
@@ -314,8 +317,9 @@ def test_failed_load_warns_and_works_like_extension_false(tmp_path, monkeypatch)
         ar = Archive(path)
     with ar:
         assert not ar.extension_loaded and "without extension loading" in ar.extension_error
-        assert ar.index_status()["cjk"]["status"] == "stale" and "cjk" not in ar.live_indexes()
+        assert ar.index_status()["cjk"]["status"] == "live" and "cjk" not in ar.live_indexes()
         mid = ar.add_message("s", "user", "没有扩展的时候 upd1x")
+        assert ar.index_status()["cjk"]["status"] == "stale"
     monkeypatch.undo()
     with Archive(path) as ar:
         assert cjk_rowids(ar, "upd1x") == {mid}

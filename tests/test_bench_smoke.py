@@ -5,6 +5,8 @@ bench/bench_queries.py --smoke every route returns the scan route's ids for each
                                express; planted needles found at their ids on every route
 bench/bench_lean.py --smoke    the default archive before and after give the same newest-first
                                ids; one character as a plain string equals a LIKE scan
+bench/bench_variants.py --smoke fold_variants finds at least what the plain index finds on the
+                               Traditional/Simplified sample, and more (needs OpenCC's converter too)
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
 tests skip, unless CJK_REQUIRE_ALL_HOSTS is set (CI installs the bench extra), then they fail.
@@ -56,3 +58,18 @@ def test_bench_lean_smoke(tmp_path):
     _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
     p = _run([os.path.join(BENCH, "bench_lean.py"), "--smoke"], ROOT)
     assert "smoke ok" in p.stdout, p.stdout
+
+
+def test_bench_variants_smoke(tmp_path):
+    _need("jieba", "the parallel sample draws Chinese from jieba's dict.txt")
+    _need("opencc", "the parallel sample's Traditional twins come from OpenCC's phrase-level converter")
+    p = _run([os.path.join(BENCH, "bench_variants.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
+    assert "| cjk fold_variants 1 | simplified |" in p.stdout, p.stdout
+
+
+def test_bench_import_smoke(tmp_path):
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    _need("hermes_state", "the Hermes state.db is written with Hermes' schema; pip install --no-deps hermes-agent")
+    p = _run([os.path.join(BENCH, "bench_import.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
+    for fmt in ("openai", "claude-code", "codex", "hermes"):
+        assert f"{fmt}: " in p.stdout, p.stdout

@@ -6,12 +6,14 @@ import sys
 
 import pytest
 
+import cjk_tokenizer
 from cjk_tokenizer import loadable_path
 from cjk_tokenizer.archive import Archive
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(ROOT, "cjk_tokenizer", "data", "sample_archive.jsonl")
-COMMANDS = ["path", "tokenize", "search", "import", "explain", "doctor", "rebuild", "demo"]
+# the package under test's copy (the installed one when the tests run from outside the checkout)
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(cjk_tokenizer.__file__)), "data", "sample_archive.jsonl")
+COMMANDS = ["path", "tokenize", "search", "import", "sync", "export", "explain", "doctor", "rebuild", "mcp", "demo"]
 
 
 def cli(*args, check=True):
@@ -27,7 +29,7 @@ def db(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("cli") / "a.db")
     Archive(path, indexes=("cjk", "unicode61", "trigram")).close()  # trigram is opt-in; the routes test uses it
     out = cli("import", path, SAMPLE).stdout
-    assert "imported 27 messages (6 session headers)" in out
+    assert "imported 27 messages in 6 sessions from 1 source" in out
     return path
 
 

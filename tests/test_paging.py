@@ -151,9 +151,9 @@ def test_cli_prints_the_next_cursor_and_follows_it(tmp_path):
                                "--limit", "2", *extra], capture_output=True, text=True, env=env, check=True)
 
     out = run()
-    assert "#5 " in out.stdout and "#4 " in out.stdout
+    assert "message 5 " in out.stdout and "message 4 " in out.stdout
     cursor = out.stderr.split("--cursor ")[1].split()[0]
     out = run("--cursor", cursor)
-    assert "#3 " in out.stdout and "#2 " in out.stdout and "#5 " not in out.stdout
+    assert "message 3 " in out.stdout and "message 2 " in out.stdout and "message 5 " not in out.stdout
     out = run("--offset", "4")
-    assert "#1 " in out.stdout and "next page" not in out.stderr
+    assert "message 1 " in out.stdout and "next page" not in out.stderr

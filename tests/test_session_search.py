@@ -20,7 +20,6 @@ from cjk_tokenizer.session_search import (
     ERROR_CODES,
     HIT_CHARS,
     cut_text,
-    parse_time,
     session_search,
 )
 
@@ -175,7 +174,7 @@ def test_session_with_empty_content_but_reasoning(world):
     out = ok(ss(world, query="青鸟计划", include_reasoning=True))
     [entry] = out["sessions"]
     assert entry["hit"]["message_id"] == mid and entry["hit"]["where"] == "thought"
-    assert "**青鸟计划**" in entry["hit"]["snippet"]
+    assert "⟦青鸟计划⟧" in entry["hit"]["snippet"]
     shown = next(m for m in entry["window"] if m["id"] == mid)
     assert shown["content"] == "" and shown["reasoning"] == "秘密代号：青鸟计划 quokka"
     # reading it without reasoning still shows that the turn exists and thought something
@@ -209,9 +208,9 @@ def test_discovery_finds_cjk_and_mixed_queries(world, query, key):
 
 def test_discovery_snippet_marks_the_match(world):
     entry = ok(ss(world, query="回滚成功"))["sessions"][0]
-    assert "**回滚成功**" in entry["hit"]["snippet"]
+    assert "⟦回滚成功⟧" in entry["hit"]["snippet"]
     entry = ok(ss(world, query="heliotrope", sort="newest"))["sessions"][0]
-    assert "**heliotrope**" in entry["hit"]["snippet"]
+    assert "⟦heliotrope⟧" in entry["hit"]["snippet"]
 
 
 def test_discovery_entry_has_window_bookends_and_session_facts(world):
@@ -506,15 +505,6 @@ def test_cut_text():
     shown, _ = cut_text(text, 51)
     kept = shown.split(" [… ")[0]
     assert len(kept) == 50 and not kept.endswith("e")
-
-
-def test_parse_time():
-    assert parse_time("2024-05-01") == T0
-    assert parse_time("2024-05-01T00:00:00Z") == T0
-    assert parse_time("2024-05-01T08:00:00+08:00") == T0
-    assert parse_time(" 1714521600 ") == T0
-    assert parse_time(T0) == T0
-    assert parse_time(None) is None
 
 
 # ---- snippets on every route (Archive.search, which discovery shows) --------------------

@@ -222,17 +222,48 @@ non_cjk_bytes = st.lists(
 ).map(b"".join)
 
 
+def _valid_pieces(data: bytes, utf8_reader):
+    """Split data at every sequence the tokenizer's reader calls malformed.
+
+    Yields ``(offset, piece)``: the runs of well-formed text between them."""
+    start = 0
+    for s, e, cp in utf8_reader(data):
+        if cp == 0xFFFD and data[s:e] != "\ufffd".encode():
+            yield start, data[start:s]
+            start = e
+    yield start, data[start:]
+
+
 @settings(max_examples=150, deadline=None)
 @given(raw=non_cjk_bytes, args=st.sampled_from(ARGSETS))
-@example(raw=b"abc\xb5def\xc2\x80\x80ghi", args=[])
-@example(raw=b"\xc4\xb8\x80x", args=[])  # SQLite's reader makes U+4E00 of this; the tokenizer must not care
-def test_invalid_utf8_without_cjk_matches_unicode61(run_tokenizer, utf8_reader, raw, args):
-    # Invalid UTF-8 is handed to unicode61 untouched, so whatever unicode61
-    # makes of it (separators, or a token for what its reader decodes) is
-    # what cjk_unicode61 makes of it too.
+@example(raw=b"abc\xb5def\xc2\x80\x80ghi", args=[])  # SQLite's reader makes "abc\xb5def" one word
+@example(raw=b"\xc4\xb8\x80x", args=[])  # SQLite's reader makes U+4E00 of this
+@example(raw=b"caf\xe0\x83\xa9 ok", args=[])  # and é of this overlong form
+def test_invalid_utf8_is_a_separator(run_tokenizer, utf8_reader, raw, args):
+    # Invalid UTF-8 ends a token even where SQLite's reader would decode a
+    # letter out of it (an overlong form, a stray byte): the text on each
+    # side is tokenized as unicode61 tokenizes it alone, offsets unchanged.
+    # So the index never holds a word that a reader of the text as UTF-8
+    # (Python, LIKE on the bytes) cannot see.
     data = _blank_excluded(raw, utf8_reader)
     assert not _has_excluded(data, utf8_reader)
-    assert_same_as_unicode61(run_tokenizer, args, data)
+    for flags in MODES:
+        want = []
+        for off, piece in _valid_pieces(data, utf8_reader):
+            for start, end, *toks in run_tokenizer("unicode61", args, piece, flags):
+                want.append((start + off, end + off, *toks))
+        assert run_tokenizer("cjk_unicode61", args, data, flags) == want, (data, args, flags)
+
+
+def test_overlong_cjk_letter_is_not_indexed(conn):
+    # U+4E2D (中) in four bytes: SQLite's reader decodes it, Python does not.
+    # The index must not find what the scan route cannot.
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='cjk_unicode61')")
+    conn.execute("INSERT INTO t VALUES (CAST(? AS TEXT))", (b"ab \xf0\x84\xb8\xad x",))
+    conn.execute("INSERT INTO t VALUES (?)", ("ab 中 x",))
+    hits = [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH '\"中\"'")]
+    assert hits == [2]
+    assert [r[0] for r in conn.execute("SELECT rowid FROM t WHERE t MATCH 'ab AND x'")] == [1, 2]
 
 
 # ---- long non-CJK segments (the tokenizer hands them over in pieces) -----------
@@ -363,3 +394,20 @@ def test_fullwidth_ascii_tokenizes_as_ascii_with_original_offsets(run_tokenizer,
             for s, e, *toks in run_tokenizer("unicode61", args, text.encode("utf-8"))]
     for flags in MODES:
         assert run_tokenizer("cjk_unicode61", args, data, flags) == want, wide
+
+
+@pytest.mark.parametrize("args", [[], ["tokenchars", "-"], ["categories", "L* N* Co P*"]], ids=repr)
+def test_long_fullwidth_segment_matches_unicode61_on_the_folded_text(run_tokenizer, args):
+    # Folded text goes to unicode61 a piece at a time: tokens that straddle a
+    # piece boundary, and a token longer than a piece, come out whole.
+    text = ("ab-cd " * 20000 + "x" * 150000 + " " + "e-f, " * 30000 + "tail")
+    mask = [i % 3 == 0 for i in range(len(text))]
+    wide = _widen(text, mask)
+    data = wide.encode("utf-8")
+    assert len(data) > 4 * 65536 and "\n" not in text
+    at = [0]
+    for ch in wide:
+        at.append(at[-1] + len(ch.encode("utf-8")))
+    want = [(at[s], at[e], *toks) for s, e, *toks in run_tokenizer("unicode61", args, text.encode())]
+    for flags in (apsw.FTS5_TOKENIZE_DOCUMENT, apsw.FTS5_TOKENIZE_QUERY):
+        assert run_tokenizer("cjk_unicode61", args, data, flags) == want

@@ -2,10 +2,11 @@
 
 Policy (issue 2): offsets satisfy 0 <= start <= end <= nText and fall on the
 character boundaries of the input as SQLite reads UTF-8; invalid bytes act as
-separators, like unicode61 -- never a crash, never a dropped document, never a
+separators -- never a crash, never a dropped document, never a
 failed INSERT.  Bad tokenizer arguments fail table creation, and Python says
-why.  Codes returned by xToken (SQLITE_DONE included) stop tokenizing and come
-back from xTokenize.
+why.  Codes returned by xToken stop tokenizing and come back from xTokenize,
+except SQLITE_DONE, which comes back as SQLITE_OK as from SQLite's own
+tokenizers.
 """
 from __future__ import annotations
 
@@ -440,7 +441,10 @@ def test_xtoken_return_codes_stop_tokenizing_and_propagate(run_tokenizer):
     stopped = _run_xtoken_cases(stop_cases)
     for case, res in zip(stop_cases, stopped["results"]):
         what = (bytes.fromhex(case["data"]).decode(), case["flags"], case["code"], case["stop_after"])
-        assert res["rc"] == case["code"], what
+        # SQLite's own tokenizers report a stop asked for with SQLITE_DONE as
+        # SQLITE_OK (FTS5 callers such as highlight() rely on it).
+        want = SQLITE_OK if case["code"] == SQLITE_DONE else case["code"]
+        assert res["rc"] == want, what
         assert len(res["calls"]) == case["stop_after"], f"xToken called again after returning non-OK: {what}"
 
 

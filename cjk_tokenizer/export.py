@@ -1,0 +1,104 @@
+"""Writing an archive (or one session) back out: JSONL that imports again, or Markdown to read.
+
+JSONL is the ``openai`` importer's one-message-per-line shape: a session line
+(``{"type": "session", "id", "title", "source", "started_at", "metadata"}``)
+then its messages in id order, every stored field included, so importing the
+file into an empty archive gives back the same sessions and messages.
+
+Markdown is one section per session; what was said is plain text, what was
+thought is a quoted "thought" block, tool calls are listed as calls, and tool
+output is a fenced block under its tool's name.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+FORMATS = ("jsonl", "markdown")
+
+
+def _sessions(archive, session_id):
+    if session_id is None:
+        rows = archive.conn.execute("SELECT id FROM sessions ORDER BY started_at, id").fetchall()
+        return [archive.session(r[0]) for r in rows]
+    found = archive.session(session_id)
+    if found is None:
+        raise ValueError(f"no session {session_id!r} in {archive.path}")
+    return [found]
+
+
+def _messages(archive, sid, chunk: int = 1000):
+    after = None
+    while True:
+        batch = archive.messages_of(sid, after_id=after, limit=chunk)
+        yield from batch
+        if len(batch) < chunk:
+            return
+        after = batch[-1]["id"]
+
+
+def export(archive, out, *, session_id=None, format: str = "jsonl") -> int:
+    """Write sessions (all, or ``session_id``) to the text stream ``out``; returns messages written."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
+    write = _jsonl if format == "jsonl" else _markdown
+    n = 0
+    for session in _sessions(archive, session_id):
+        n += write(archive, session, out)
+    return n
+
+
+def _jsonl(archive, session, out) -> int:
+    header = {"type": "session", "id": session["id"], "title": session["title"], "source": session["source"],
+              "started_at": session["started_at"], "metadata": session["metadata"] or None}
+    out.write(json.dumps({k: v for k, v in header.items() if v is not None}, ensure_ascii=False) + "\n")
+    n = 0
+    for m in _messages(archive, session["id"]):
+        line = {"session_id": m["session_id"], "role": m["role"], "content": m["content"],
+                "reasoning": m["reasoning"], "tool_name": m["tool_name"], "tool_calls": m["tool_calls"],
+                "tool_call_id": m["tool_call_id"], "timestamp": m["timestamp"], "metadata": m["metadata"] or None}
+        out.write(json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) + "\n")
+        n += 1
+    return n
+
+
+def _when(ts) -> str:
+    if ts is None:
+        return ""
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}\n{text}\n{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
+
+
+def _markdown(archive, session, out) -> int:
+    out.write(f"# {session['title'] or session['id']}\n\n")
+    facts = [f"session `{session['id']}`"]
+    if session["source"]:
+        facts.append(f"source {session['source']}")
+    if session["started_at"] is not None:
+        facts.append(f"started {_when(session['started_at'])}")
+    out.write(" · ".join(facts) + "\n\n")
+    n = 0
+    for m in _messages(archive, session["id"]):
+        n += 1
+        who = m["role"] if m["role"] != "tool" else f"tool output ({m['tool_name'] or 'unnamed tool'})"
+        out.write(f"## {who} · #{m['id']} · {_when(m['timestamp'])}\n\n")
+        if m["reasoning"]:
+            out.write("> **thought**\n>\n" + _quote(m["reasoning"]) + "\n\n")
+        if m["content"]:
+            out.write((_fence(m["content"]) if m["role"] == "tool" else m["content"]) + "\n\n")
+        for call in m["tool_calls"] if isinstance(m["tool_calls"], list) else ():
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            out.write(f"**calls** `{fn.get('name', '?')}`:\n\n{_fence(str(fn.get('arguments', '')))}\n\n")
+        if isinstance(m["tool_calls"], str):
+            out.write(f"**calls**:\n\n{_fence(m['tool_calls'])}\n\n")
+    return n

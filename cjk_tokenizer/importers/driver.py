@@ -1,0 +1,394 @@
+"""The one import path every format goes through: plan, read, deduplicate, write.
+
+* ``plan`` turns the paths a caller names into sources and their formats
+  before anything is written: a missing path, a folder with nothing to import
+  or a file of unknown format is an :class:`ImportFileError` naming it, and
+  no archive file is created for it (the CLI plans before opening).
+* ``run`` reads each source with its format's reader (base.py says what a
+  reader yields), skips records the archive already holds from that source
+  (``imported``: same key, same digest), reports records whose imported part
+  changed, validates each new record whole (a bad one is counted and reported
+  with its 1-based line, never half-imported) and writes batches of records,
+  their sessions and their identities in one transaction each.
+* ``sync`` plans again every root the archive recorded and runs it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .. import records
+from ..records import InputError
+from ..archive import BULK_BATCH_CHARS
+from ..schema import IMPORT_DDL
+from . import claude_code, codex, hermes, openai
+from .base import ImportFileError, Record, SessionInfo, Skip, Source, peek_objects
+
+FORMATS = {m.NAME: m for m in (openai, claude_code, codex, hermes)}
+FORMAT_CHOICES = ("auto", *FORMATS)
+_JSONL_DETECT_ORDER = (codex, claude_code, openai)
+_DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+# Lines of problems shown in a report (the counts are always complete).
+MAX_REPORTED = 20
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+@dataclass
+class ImportReport:
+    """What an import did: counts, and the problems in ``path:line: reason`` form.
+
+    ``sessions``: ids of the sessions that gained messages or whose row was
+    created or changed (title, source, start, metadata).
+    """
+
+    sources: int = 0
+    messages: int = 0
+    unchanged: int = 0
+    sessions: set = field(default_factory=set)
+    skipped: Counter = field(default_factory=Counter)
+    bad: list = field(default_factory=list)
+    changed: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        """The one-line summary the CLI prints."""
+        parts = [f"imported {_n(self.messages, 'message')} in {_n(len(self.sessions), 'session')} "
+                 f"from {_n(self.sources, 'source')}"]
+        if self.unchanged:
+            parts.append(f"{_n(self.unchanged, 'record')} already imported")
+        if self.skipped:
+            parts.append("skipped: " + ", ".join(f"{k} {v:,}" for k, v in sorted(self.skipped.items())))
+        if self.changed:
+            parts.append(f"{len(self.changed):,} changed since imported (not re-imported)")
+        if self.missing:
+            parts.append(f"{len(self.missing):,} sources gone")
+        return "; ".join(parts)
+
+    def problems(self) -> list:
+        """One line per problem (at most MAX_REPORTED of each kind, then a count of the rest)."""
+        out = []
+        for items, what in ((self.bad, "bad records"), (self.changed, "changed records"),
+                            (self.missing, "missing sources")):
+            out += items[:MAX_REPORTED]
+            if len(items) > MAX_REPORTED:
+                out.append(f"... and {len(items) - MAX_REPORTED:,} more {what}")
+        return out
+
+
+# ---------------------------------------------------------------- planning
+
+def detect_file(path: str):
+    """The format of one file, or None."""
+    if hermes.is_sqlite(path):
+        return hermes.NAME if hermes.detect_db(path) else None
+    try:
+        objs = peek_objects(path)
+    except OSError:
+        return None
+    for module in _JSONL_DETECT_ORDER:
+        if objs and module.detect(objs):
+            return module.NAME
+    return None
+
+
+def _walk(folder: str):
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".jsonl") or name.endswith(_DB_SUFFIXES):
+                yield os.path.join(root, name)
+
+
+def _check_format(fmt: str) -> str:
+    if fmt not in FORMAT_CHOICES:
+        raise ImportFileError(f"unknown format {fmt!r}; one of: {', '.join(FORMAT_CHOICES)}")
+    return fmt
+
+
+def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
+    """``[(root, fmt, [Source, ...]), ...]`` for the named paths; raises before any write.
+
+    ``exclude``: a real path never to read (the archive itself, when it sits
+    in a folder being imported).
+    """
+    _check_format(fmt)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out = []
+    for given in paths:
+        path = os.fspath(given)
+        if path == "-":
+            out.append(("-", fmt, [_stdin_source(fmt)]))
+            continue
+        if not os.path.exists(path):
+            raise ImportFileError(f"{path}: no such file or directory")
+        if exclude and os.path.realpath(path) in exclude:
+            raise ImportFileError(f"{path}: is the archive being imported into")
+        if os.path.isdir(path):
+            sources = []
+            for f in _walk(path):
+                if exclude and os.path.realpath(f) in exclude:
+                    continue
+                if fmt == "auto":
+                    found = detect_file(f)
+                elif fmt == hermes.NAME:
+                    found = fmt if hermes.detect_db(f) else None
+                else:
+                    found = fmt if f.endswith(".jsonl") else None
+                if found:
+                    sources.append(Source(f, found))
+            if not sources:
+                what = "importable" if fmt == "auto" else fmt
+                raise ImportFileError(f"{path}: a folder with no {what} files in it")
+            out.append((path, fmt, sources))
+            continue
+        found = detect_file(path) if fmt == "auto" else fmt
+        if found is None:
+            raise ImportFileError(f"{path}: cannot tell its format; give --format "
+                                  f"({', '.join(FORMATS)})")
+        if found == hermes.NAME and not hermes.is_sqlite(path):
+            raise ImportFileError(f"{path}: not a SQLite file, so not a Hermes state.db")
+        out.append((path, fmt, [Source(path, found)]))
+    return out
+
+
+def _stdin_source(fmt: str) -> Source:
+    """Standard input, spooled to a temporary file so it can be detected and measured."""
+    spool = tempfile.NamedTemporaryFile(prefix="cjk-import-", suffix=".jsonl", delete=False)
+    with spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+    found = detect_file(spool.name) if fmt == "auto" else fmt
+    if found == hermes.NAME or (found is None and hermes.is_sqlite(spool.name)):
+        os.unlink(spool.name)
+        raise ImportFileError("<stdin>: a Hermes state.db must be named by its path, not piped")
+    if found is None:
+        os.unlink(spool.name)
+        raise ImportFileError(f"<stdin>: cannot tell its format; give --format ({', '.join(FORMATS)})")
+    src = Source("-", found)
+    # Streams are told apart by their first line: piping the same (grown) history again is
+    # incremental, piping a different one does not collide with it.
+    with open(spool.name, "rb") as f:
+        src.identity = "-:" + hashlib.blake2b(f.readline(), digest_size=8).hexdigest()
+    src.read_path = spool.name
+    src.size = os.path.getsize(spool.name)
+    return src
+
+
+# ---------------------------------------------------------------- running
+
+def _digest(messages) -> str:
+    data = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def _ensure_tables(archive) -> None:
+    def work():
+        for ddl in IMPORT_DDL:
+            archive.conn.execute(ddl)
+    archive._write(work)
+
+
+def _session_fields(info: SessionInfo) -> tuple:
+    """A SessionInfo's values, validated as the archive stores them (InputError if not storable)."""
+    return (records.ident(info.id, "session id"), records.text(info.title, "title"),
+            records.text(info.source, "source"), info.started_at, dict(info.metadata))
+
+
+def _merge(pending: dict, info: tuple) -> None:
+    sid, title, source, started, meta = info
+    old = pending.get(sid)
+    if old is None:
+        pending[sid] = [title, source, started, meta]
+        return
+    for i, value in enumerate((title, source, started)):
+        if value is not None:
+            old[i] = value
+    old[3].update(meta)
+
+
+def _upsert_sessions(conn, pending: dict) -> set:
+    """Create or update the pending sessions; returns the ids whose row was created or changed."""
+    touched = set()
+    for sid, (title, source, started, meta) in pending.items():
+        row = conn.execute("SELECT title, source, started_at, metadata FROM sessions WHERE id = ?",
+                           (sid,)).fetchone()
+        if row is None:
+            conn.execute("INSERT INTO sessions(id, title, source, started_at, metadata) VALUES (?, ?, ?, ?, ?)",
+                         (sid, title, source, started, records.metadata_(meta)))
+            touched.add(sid)
+            continue
+        try:
+            old_meta = json.loads(row[3]) if row[3] else {}
+        except ValueError:
+            old_meta = {}
+        merged = {**old_meta, **meta} if isinstance(old_meta, dict) else meta
+        new = (title if title is not None else row[0], source if source is not None else row[1],
+               started if started is not None else row[2], records.metadata_(merged))
+        if new != tuple(row):
+            conn.execute("UPDATE sessions SET title = ?, source = ?, started_at = ?, metadata = ? WHERE id = ?",
+                         (*new, sid))
+            touched.add(sid)
+    return touched
+
+
+def _where(src: Source, line) -> str:
+    return f"{src.name}:{line}" if line is not None else src.name
+
+
+class _Run:
+    def __init__(self, archive, report: ImportReport, progress, batch_size: int, total: int):
+        self.ar, self.report, self.progress = archive, report, progress
+        self.batch_size, self.total = batch_size, total
+        self.before = 0  # bytes of finished sources, for progress
+
+    def source(self, src: Source) -> None:
+        conn = self.ar.conn
+        reader = FORMATS[src.fmt]
+
+        def register():
+            conn.execute("INSERT OR IGNORE INTO import_sources(format, path) VALUES (?, ?)", (src.fmt, src.identity))
+            conn.execute("UPDATE import_sources SET imported_at = ? WHERE format = ? AND path = ?",
+                         (time.time(), src.fmt, src.identity))
+            return conn.execute("SELECT id FROM import_sources WHERE format = ? AND path = ?",
+                                (src.fmt, src.identity)).fetchone()[0]
+
+        source_id = self.ar._write(register)
+        known = dict(conn.execute("SELECT key, digest FROM imported WHERE source_id = ?", (source_id,)))
+        pending: dict = {}
+        batch: list = []
+        size = [0, 0]  # rows, characters in batch
+
+        def flush():
+            def work():
+                self.report.sessions.update(_upsert_sessions(conn, pending))
+                flat = [row for _, _, rows in batch for row in rows]
+                ids = iter(())
+                if flat:
+                    top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+                    self.ar._stage(flat)
+                    ids = iter([r[0] for r in conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id",
+                                                           (top,))])
+                marks = []
+                for key, digest, rows in batch:
+                    first = None
+                    for _ in rows:
+                        got = next(ids)
+                        first = got if first is None else first
+                    marks.append((source_id, key, digest, first, len(rows)))
+                conn.executemany("INSERT INTO imported(source_id, key, digest, first_id, count) "
+                                 "VALUES (?, ?, ?, ?, ?)", marks)
+                return len(flat)
+
+            self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+            pending.clear()
+            batch.clear()
+            size[:] = [0, 0]
+
+        for n, item in enumerate(reader.read(src)):
+            if n % 256 == 0 and self.progress is not None:
+                self.progress(self.before + src.done, self.total)
+            if isinstance(item, Skip):
+                self.report.skipped[item.kind] += 1
+                if item.kind == "bad":
+                    self.report.bad.append(f"{_where(src, item.line)}: {item.reason}")
+                continue
+            if isinstance(item, SessionInfo):
+                try:
+                    _merge(pending, _session_fields(item))
+                except InputError as exc:
+                    self.report.skipped["bad"] += 1
+                    self.report.bad.append(f"{_where(src, item.line)}: session {item.id!r}: {exc}")
+                continue
+            self._record(src, item, known, batch, size)
+            if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
+                flush()
+        flush()
+        self.before += src.size or 0
+        self.report.sources += 1
+
+    def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list) -> None:
+        digest = _digest(rec.messages)
+        old = known.get(rec.key)
+        if old is not None:
+            if old == digest:
+                self.report.unchanged += 1
+            else:
+                self.report.changed.append(f"{_where(src, rec.line)}: record {rec.key!r} was imported before "
+                                           "and now reads differently; the imported version is kept")
+            return
+        try:
+            rows = [(records.ident(m.get("session_id"), "session_id"), *records.openai_row(m))
+                    for m in rec.messages]
+        except InputError as exc:
+            self.report.skipped["bad"] += 1
+            self.report.bad.append(f"{_where(src, rec.line)}: {exc}")
+            return
+        known[rec.key] = digest
+        batch.append((rec.key, digest, rows))
+        for row in rows:
+            self.report.sessions.add(row[0])
+            size[0] += 1
+            size[1] += sum(len(v) for v in row[2:6] if v)
+
+
+def run(archive, planned, *, progress=None, batch_size: int = 2000, report: ImportReport | None = None):
+    """Import planned sources (see ``plan``) into ``archive``; returns an ImportReport."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    report = report or ImportReport()
+    _ensure_tables(archive)
+    roots = [(os.path.realpath(root), fmt) for root, fmt, _ in planned if root != "-"]
+    if roots:
+        archive._write(lambda: archive.conn.executemany(
+            "INSERT OR IGNORE INTO import_roots(path, format, added_at) VALUES (?, ?, ?)",
+            [(r, f, time.time()) for r, f in roots]))
+    total = sum(src.size or 0 for _, _, sources in planned for src in sources)
+    job = _Run(archive, report, progress, batch_size, total)
+    try:
+        for _, _, sources in planned:
+            for src in sources:
+                job.source(src)
+    finally:
+        for _, _, sources in planned:
+            for src in sources:
+                if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
+                    os.unlink(src.read_path)
+    if progress is not None:
+        progress(total, total)
+    return report
+
+
+def import_source(archive, paths, format: str = "auto", *, progress=None, batch_size: int = 2000) -> ImportReport:
+    """Import files, folders or ``"-"`` (stdin) into ``archive``; see the module doc."""
+    return run(archive, plan(paths, format, exclude=archive_files(archive.path)), progress=progress,
+               batch_size=batch_size)
+
+
+def archive_files(path) -> set:
+    """The real paths of an archive file and its companions: never read as a source."""
+    base = os.path.realpath(path)
+    return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+
+def sync(archive, *, progress=None, batch_size: int = 2000) -> ImportReport:
+    """Import again every path the archive was ever given (new files in a folder included)."""
+    report = ImportReport()
+    if archive.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'import_roots'").fetchone() is None:
+        return report
+    planned = []
+    for path, fmt in archive.conn.execute("SELECT path, format FROM import_roots ORDER BY added_at, path"):
+        try:
+            planned += plan([path], fmt, exclude=archive_files(archive.path))
+        except ImportFileError as exc:
+            report.missing.append(str(exc))
+    return run(archive, planned, progress=progress, batch_size=batch_size, report=report)

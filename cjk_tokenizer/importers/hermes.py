@@ -1,0 +1,162 @@
+"""Hermes Agent's ``state.db`` (SQLite), read through a read-only connection.
+
+The file is opened with ``mode=ro``: nothing is ever written to it, not even
+a journal-mode change (SQLite may create the empty ``-wal``/``-shm`` companions
+that reading a WAL database needs, when Hermes is not running).  Read: ``sessions`` (title, source, started_at,
+ended_at, model, parent_session_id, end_reason, cwd, git_branch) and
+``messages`` in id order — content; tool outputs (role ``tool``) with their
+``tool_name`` and ``tool_call_id``; ``tool_calls``; ``timestamp``; and the
+reasoning: ``reasoning``, ``reasoning_content`` and the text inside
+``reasoning_details`` and ``codex_reasoning_items`` (JSON), joined with
+duplicates dropped.  The FTS side tables are ignored.  Columns a version does
+not have are read as absent, so older and newer schemas import alike.
+
+A message's identity is its ``messages.id``.  Session rows are re-read on
+every import, so a title set later reaches the archive on the next sync.
+"""
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import apsw
+
+from ..schema import ROLES
+from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
+
+NAME = "hermes"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_SESSION_META = ("model", "parent_session_id", "end_reason", "cwd", "git_branch")
+_TEXT_KEYS = ("text", "summary", "thinking", "content")
+
+
+def is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def open_readonly(path: str) -> apsw.Connection:
+    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+    try:
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except apsw.Error as exc:
+        raise ImportFileError(f"{path}: cannot open as SQLite read-only ({exc})") from None
+    return conn
+
+
+def _columns(conn, table: str) -> set:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def detect_db(path: str) -> bool:
+    """A Hermes state.db: sessions + messages with Hermes' columns (not a cjk_tokenizer archive)."""
+    if not is_sqlite(path):
+        return False
+    try:
+        conn = open_readonly(path)
+    except ImportFileError:
+        return False
+    try:
+        msg = _columns(conn, "messages")
+        return {"session_id", "role", "content"} <= msg and "id" in _columns(conn, "sessions") \
+            and ("reasoning_content" in msg or "schema_version" in
+                 {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}) \
+            and "index_state" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    except apsw.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _texts(value, out: list) -> list:
+    """Every reasoning text inside parsed JSON (``text``/``summary``/... strings), in order."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in _TEXT_KEYS and isinstance(v, str):
+                out.append(v)
+            elif isinstance(v, (dict, list)):
+                _texts(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            if isinstance(v, str):
+                out.append(v)
+            else:
+                _texts(v, out)
+    return out
+
+
+def _json_texts(raw) -> list:
+    if not raw:
+        return []
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return [raw]
+    return _texts(raw, [])
+
+
+def _parsed(raw):
+    """tool_calls as parsed JSON, so the archive re-writes it with CJK unescaped (searchable)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw) or None
+        except ValueError:
+            return raw
+    return raw or None
+
+
+def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
+    have = _columns(conn, table)
+    cols = [c if c in have else f"NULL AS {c}" for c in wanted]
+    return conn.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
+
+
+def read(src):
+    conn = open_readonly(src.read_path)
+    try:
+        if not {"session_id", "role"} <= _columns(conn, "messages"):
+            raise ImportFileError(f"{src.name}: not a Hermes state.db (no messages table with session_id, role)")
+        conn.execute("BEGIN")  # one snapshot for the whole read
+        s_cols = ("id", "title", "source", "started_at", "ended_at") + _SESSION_META
+        for row in _select(conn, "sessions", s_cols, "started_at, id"):
+            r = dict(zip(s_cols, row))
+            try:
+                meta = compact({k: r[k] for k in _SESSION_META})
+                if r["ended_at"] is not None:
+                    meta["ended_at"] = epoch(r["ended_at"], "ended_at")
+                yield SessionInfo(str(r["id"]), title=r["title"], source=r["source"],
+                                  started_at=epoch(r["started_at"], "started_at"), metadata=meta)
+            except ValueError as exc:
+                yield Skip("bad", None, f"session {r['id']!r}: {exc}")
+        top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 1
+        m_cols = ("id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
+                  "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items")
+        for row in _select(conn, "messages", m_cols, "id"):
+            r = dict(zip(m_cols, row))
+            if src.size:
+                src.done = src.size * r["id"] // top
+            if r["role"] not in ROLES:
+                yield Skip(f"role {r['role']}")
+                continue
+            try:
+                reasoning = join_text(r["reasoning"], r["reasoning_content"], *_json_texts(r["reasoning_details"]),
+                                      *_json_texts(r["codex_reasoning_items"]))
+                yield Record(str(r["id"]), None, [{
+                    "session_id": str(r["session_id"]), "role": r["role"], "content": r["content"],
+                    "reasoning": reasoning, "tool_calls": _parsed(r["tool_calls"]),
+                    "tool_call_id": r["tool_call_id"], "tool_name": r["tool_name"],
+                    "timestamp": epoch(r["timestamp"]),
+                    "metadata": compact({"finish_reason": r["finish_reason"]}),
+                }])
+            except ValueError as exc:
+                yield Skip("bad", None, f"message id {r['id']}: {exc}")
+        conn.execute("COMMIT")
+    except apsw.Error as exc:
+        raise ImportFileError(f"{src.name}: reading the Hermes database failed ({exc})") from None
+    finally:
+        conn.close()

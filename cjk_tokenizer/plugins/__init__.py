@@ -1,0 +1,77 @@
+"""Plugins for the SQLite tools people already use: Datasette and sqlite-utils.
+
+Both tools talk to SQLite through the stdlib ``sqlite3`` module and find
+plugins through entry points, so installing this package next to them is the
+whole set-up.  What they share lives here: loading into a stdlib connection
+and the one line a host that cannot load extensions prints at start-up
+(instead of a later "no such tokenizer" on the first cjk table).
+
+The modules are named after the tools (``plugins/datasette.py``,
+``plugins/sqlite_utils.py``) and import everything absolutely, so inside them
+``datasette`` and ``sqlite_utils`` are always the tools' own packages.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import sys
+import threading
+
+from ..errors import ExtensionError
+from ..loader import TOKENIZER, load
+
+_said: set = set()
+_said_lock = threading.Lock()
+
+# Text of a CREATE VIRTUAL TABLE that uses our tokenizer (any arguments).
+_CJK_FTS = re.compile(r"using\s+fts5\s*\(.*\btokenize\s*=\s*['\"]?\s*" + TOKENIZER + r"\b",
+                      re.IGNORECASE | re.DOTALL)
+
+
+def host_problem() -> str | None:
+    """Why this Python's stdlib sqlite3 can never load the extension, or None."""
+    if not hasattr(sqlite3.Connection, "enable_load_extension"):
+        return (f"this Python's sqlite3 module ({sys.executable}, Python {sys.version.split()[0]}) "
+                "was built without extension loading")
+    return None
+
+
+def say_once(tool: str, reason: str) -> None:
+    """Print, once per process and tool, the single line saying the plugin is inert and why."""
+    with _said_lock:
+        if tool in _said:
+            return
+        _said.add(tool)
+    print(f"cjk_tokenizer: {tool} cannot use the {TOKENIZER} tokenizer here: {reason}; tables that use it "
+          "fail with 'no such tokenizer' (run the tool under a Python whose sqlite3 can load "
+          "extensions, e.g. Debian/Ubuntu python3 — see the README)", file=sys.stderr, flush=True)
+
+
+def load_or_say(conn, tool: str) -> bool:
+    """Load the extension into ``conn``; on failure print the one line (once) and return False."""
+    problem = host_problem()
+    if problem is None:
+        try:
+            load(conn)
+            return True
+        except ExtensionError as exc:
+            problem = str(exc)
+    say_once(tool, problem.replace("\n", " "))
+    return False
+
+
+def uses_cjk_tokenizer(create_sql: str | None) -> bool:
+    """Is this CREATE VIRTUAL TABLE statement an FTS5 table tokenized by cjk_unicode61?"""
+    return bool(create_sql) and _CJK_FTS.search(create_sql) is not None
+
+
+def one_cjk_char(term: str) -> str | None:
+    """The character, when ``term`` (quotes around it allowed) is exactly one CJK character."""
+    from .._native import is_cjk
+
+    text = term.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].strip()
+    if len(text) == 1 and is_cjk(text):
+        return text
+    return None

@@ -1,0 +1,389 @@
+"""Datasette plugin: cjk_unicode61 in every connection, archive search, highlighted snippets.
+
+Registered through the ``datasette`` entry point; installing the package into
+Datasette's environment is the whole set-up.  Hooks (all documented Datasette
+plugin hooks):
+
+startup              on a Python whose sqlite3 cannot load extensions, one
+                     line on stderr saying so (see plugins/__init__.py).
+prepare_connection   loads the extension into every connection and registers
+                     ``escape_fts`` (below), ``cjk_fts_query(q, reasoning)``
+                     and the functions the query routes use (search.py).
+filters_from_request on a cjk_tokenizer archive's ``messages`` table, runs
+                     ``_search`` through the project's query language and
+                     router (search.py's rules: phrases, ``prefix*``, OR, NOT;
+                     one CJK character finds every occurrence) over content,
+                     tool_name and tool_calls; reasoning only with
+                     ``_reasoning=1`` added.  ``_search_<column>=q``
+                     searches that one FTS column (``_search_reasoning=q``).
+                     Datasette itself cannot see
+                     the archive's FTS tables (their ``content='messages'`` is
+                     single-quoted), so this hook is the only search on that
+                     table; it runs last (trylast) so its ``supports_search``
+                     wins over Datasette's own "no FTS table" answer.
+render_cell          shows, in the ``content`` cell of a searched archive
+                     table, the ``cjk_match`` snippet with the match in
+                     <mark>; and any query column named ``cjk_snippet``
+                     (the canned query's) with its match marked.  render_cell
+                     receives no request in Datasette 0.65, so the filters hook
+                     hands the search to it through a context variable that
+                     ``asgi_wrapper`` scopes to one request.  A snippet in the
+                     cell keeps the table view whole (facets, sorting, filters,
+                     row links); extra columns cannot be added to that view.
+canned_queries       ``cjk_search`` on each archive: session_search-style
+                     discovery (hits grouped by session, best session first).
+
+Plain FTS5 tables (Datasette finds them itself) search through Datasette's own
+code.  Its default mode quotes each term (``escape_fts``); on a database that
+holds a cjk_unicode61 table this plugin's ``escape_fts`` quotes the same way
+but writes a lone CJK character as the prefix form ``"X"*``, the form under
+which the tokenizer finds every occurrence of X (quoted alone, ``"X"``, it
+finds only occurrences that end a CJK run).
+"""
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+import re
+
+import markupsafe
+from datasette import hookimpl
+from datasette.filters import FilterArguments
+
+from cjk_tokenizer.compile import predicate
+from cjk_tokenizer.errors import QueryError
+from cjk_tokenizer.evaluate import evaluate, sql_term_match
+from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
+from cjk_tokenizer.query import parse
+from cjk_tokenizer.router import plan as make_plan
+from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
+from cjk_tokenizer.search import _sql_fold, searched_columns
+
+TOOL = "Datasette"
+SNIPPET_CHARS = 200
+# Highlight markers inside cjk_match's output: control characters never shown
+# as text, so escaping the snippet and then marking it cannot be confused by
+# what the messages contain.
+_OPEN, _CLOSE = "\x02", "\x03"
+_LABELS = ",".join(FTS_COLUMNS)
+CANNED = "cjk_search"
+
+# {(database, table): _PageSnippets} of the search being rendered in this
+# request; see render_cell.
+_SEARCH: contextvars.ContextVar = contextvars.ContextVar("cjk_tokenizer_search", default=None)
+
+
+# ---- connections ----------------------------------------------------------------
+
+
+def _is_truthy(value) -> bool:
+    return str(value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@functools.lru_cache(maxsize=64)
+def _cjk_plan(q: str, reasoning: bool):
+    return make_plan(parse(q), {"cjk"}, columns=searched_columns(reasoning), route="cjk")
+
+
+def _fts_query(q, reasoning=None):
+    """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
+
+    The MATCH alone is the query's meaning unless a term needs a check of the
+    rows (a one-character CJK unit after another unit, compile.py); then it
+    is a superset and ``cjk_fts_check`` completes it.  An empty query (the
+    canned query's empty form) is ``""``, which matches nothing.  A function
+    cannot give SQLite an error message from Python, so a query that cannot
+    run becomes a column filter naming the reason, which FTS5 rejects with
+    that text ("no such column: cjk_search: nothing to search for in ...").
+    """
+    if q is None or not str(q).strip():
+        return '""'
+    try:
+        p = _cjk_plan(str(q), _is_truthy(reasoning))
+        match = p.match or p.score_match
+        if match is None:
+            raise QueryError(f"{q!r} excludes terms only; search them in the messages table (?_search=...)")
+    except QueryError as exc:
+        reason = f"{CANNED}: {exc}".replace('"', '""')
+        return f'{{"{reason}"}} : x'
+    return match
+
+
+def _fts_exact(q, reasoning):
+    """SQL ``cjk_fts_exact(q, reasoning)``: 1 when ``cjk_fts_query`` alone is the meaning."""
+    if q is None or not str(q).strip():
+        return 1
+    try:
+        return int(_cjk_plan(str(q), _is_truthy(reasoning)).match is not None)
+    except QueryError:
+        return 1  # cjk_fts_query has made the MATCH fail with the reason
+
+
+def _fts_check(q, reasoning, *texts):
+    """SQL ``cjk_fts_check(q, reasoning, content, reasoning, tool_name, tool_calls)``: does the row match?
+
+    Called only where ``cjk_fts_exact`` is 0 (SQLite evaluates the OR's left
+    side, a constant, first), so pure queries never read the rows' text.
+    """
+    p = _cjk_plan(str(q), _is_truthy(reasoning))
+    cols = dict(zip(FTS_COLUMNS, texts))
+    return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
+
+
+_BITS = re.compile(r'\s+|(".*?")')
+
+
+def escape_fts(query):
+    """Datasette's default-mode quoting, with a lone CJK character as ``"X"*``."""
+    if query is None:
+        return None
+    query = str(query)
+    if query.count('"') % 2:
+        query += '"'
+    out = []
+    for bit in _BITS.split(query):
+        if not bit or bit == '""':
+            continue
+        if one_cjk_char(bit):
+            out.append(f'"{one_cjk_char(bit)}"*')
+        else:
+            out.append(bit if bit.startswith('"') else f'"{bit}"')
+    return " ".join(out)
+
+
+@hookimpl
+def startup(datasette):
+    problem = host_problem()
+    if problem:
+        say_once(TOOL, problem)
+
+
+@hookimpl
+def prepare_connection(conn, database, datasette):
+    if not load_or_say(conn, TOOL):
+        return
+    # the functions the routes' SQL calls where an index only narrows rows down (search.py)
+    conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
+    conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
+    conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
+    conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
+    conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)
+    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), _fts_check, deterministic=True)
+    try:
+        rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%fts5%'").fetchall()
+    except Exception:  # not a database we can read; Datasette reports that itself
+        return
+    if any(uses_cjk_tokenizer(r[0]) for r in rows):
+        conn.create_function("escape_fts", 1, escape_fts, deterministic=True)
+
+
+# ---- archives -------------------------------------------------------------------
+
+
+async def _live_routes(datasette, database) -> frozenset | None:
+    """The archive's live FTS routes, or None when ``database`` is not an archive."""
+    db = datasette.get_database(database)
+    try:
+        names = set(await db.table_names())
+        if not {MESSAGES, "index_state", "sessions"} <= names:
+            return None
+        rows = (await db.execute("SELECT route, status FROM index_state")).rows
+    except Exception:
+        return None
+    live = {r[0] for r in rows if r[1] == "live" and fts_table(r[0]) in names}
+    if "cjk" in live:
+        try:  # live in the file, but is the tokenizer registered on this host?
+            await db.execute(f"SELECT rowid FROM {fts_table('cjk')} WHERE {fts_table('cjk')} MATCH 'x' LIMIT 0")
+        except Exception:
+            live.discard("cjk")
+    return frozenset(live)
+
+
+def _where_from_plan(p) -> tuple[str, dict]:
+    """One WHERE clause on ``messages`` for a routed query, with named parameters."""
+    if p.kind == "fts":
+        t = fts_table(p.fts_route)
+        return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
+    sql, params = predicate(p.node, p.forms)
+    pieces = sql.split("?")
+    if len(pieces) != len(params) + 1:  # compile.py writes '?' only as placeholders
+        raise RuntimeError(f"cannot name the parameters of {sql!r}: {len(params)} values")
+    named = {f"cjk_p{i}": v for i, v in enumerate(params)}
+    sql = pieces[0] + "".join(f":cjk_p{i}" + piece for i, piece in enumerate(pieces[1:]))
+    return f"id IN (SELECT m.id FROM {MESSAGES} AS m WHERE {sql})", named
+
+
+def _search_request(request):
+    """(query, columns, description) asked for by ``request``, or None.
+
+    ``_search=q`` searches what was said and done; ``&_reasoning=1`` adds
+    reasoning; ``_search_<column>=q`` searches that one FTS column.
+    """
+    args = request.args
+    if args.get("_search", "").strip():
+        reasoning = _is_truthy(args.get("_reasoning"))
+        where = "content, tool names and tool calls" + (" and reasoning" if reasoning else "")
+        return args["_search"], searched_columns(reasoning), where
+    for col in FTS_COLUMNS:
+        q = args.get(f"_search_{col}", "")
+        if q.strip():
+            return q, (col,), col
+    return None
+
+
+def _page_size(request, datasette) -> int:
+    size = request.args.get("_size", "")
+    limit = datasette.setting("max_returned_rows")
+    return min(int(size), limit) + 1 if size.isdigit() else datasette.setting("default_page_size") + 1
+
+
+@hookimpl(trylast=True)
+def filters_from_request(request, database, table, datasette):
+    if table != MESSAGES:
+        return None
+
+    async def inner():
+        live = await _live_routes(datasette, database)
+        if live is None:
+            return None
+        asked = _search_request(request)
+        context = {"supports_search": True}
+        if asked is None:
+            return FilterArguments([], extra_context=context)
+        q, cols, where = asked
+        context["search"] = q
+        try:
+            p = make_plan(parse(q), live, columns=cols)
+        except QueryError as exc:  # shown to the user; the query matches nothing
+            return FilterArguments(["0"], human_descriptions=[f'search "{q}": {exc}'], extra_context=context)
+        clause, params = _where_from_plan(p)
+        if "cjk" in live:
+            match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
+            if match:
+                _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
+        return FilterArguments([clause], params, [f'search in {where} matches "{q}" (route {p.label})'], context)
+
+    return inner
+
+
+# ---- snippets ---------------------------------------------------------------------
+
+
+def _marked(snippet: str) -> markupsafe.Markup:
+    html = str(markupsafe.escape(snippet))
+    return markupsafe.Markup(html.replace(_OPEN, "<mark>").replace(_CLOSE, "</mark>"))
+
+
+class _PageSnippets:
+    """cjk_match results of one searched page, fetched in as few queries as the order allows.
+
+    A MATCH restricted to one rowid still evaluates the whole expression (for
+    ``"X"*``, every bigram starting with X), so asking row by row costs that
+    once per row.  At the first row the matches around it, ``page`` rows each
+    way in rowid order, come in two queries: the whole page when it is sorted
+    by id (Datasette's default), either way.  Rows not found there (other
+    sort orders) are asked for one by one.
+    """
+
+    def __init__(self, match: str, page: int):
+        self.match, self.page = match, page
+        self.found: dict = {}
+        self.windowed = False
+
+    async def get(self, db, rowid):
+        t = fts_table("cjk")
+        head = f"SELECT rowid, cjk_match({t}, :labels, :chars, :open, :close) FROM {t} WHERE {t} MATCH :match"
+        args = {"labels": _LABELS, "chars": SNIPPET_CHARS, "open": _OPEN, "close": _CLOSE,
+                "match": self.match, "id": rowid, "n": self.page}
+        if rowid not in self.found and not self.windowed:
+            self.windowed = True
+            for tail in ("rowid >= :id ORDER BY rowid LIMIT :n", "rowid <= :id ORDER BY rowid DESC LIMIT :n"):
+                self.found.update((await db.execute(f"{head} AND {tail}", args)).rows)
+        if rowid not in self.found:
+            self.found.update((await db.execute(f"{head} AND rowid = :id", args)).rows)
+        return self.found.get(rowid)
+
+
+@hookimpl
+def render_cell(row, value, column, table, database, datasette):
+    if column == "cjk_snippet" and isinstance(value, str) and _OPEN in value:
+        return _marked(value)
+    search = _SEARCH.get()
+    if column != "content" or not search or (database, table) not in search:
+        return None
+    try:
+        rowid = row["id"]
+    except (IndexError, KeyError):
+        return None
+    page = search[(database, table)]
+
+    async def inner():
+        got = await page.get(datasette.get_database(database), rowid)
+        if not got:
+            return None
+        data = json.loads(got)
+        shown = _marked(data.get("snippet") or "")
+        if data.get("column") and data["column"] != "content":
+            shown = markupsafe.Markup(f"<em>{markupsafe.escape(data['column'])}:</em> ") + shown
+        return shown
+
+    return inner
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    def wrap(app):
+        async def scoped(scope, receive, send):
+            token = _SEARCH.set(None)
+            try:
+                await app(scope, receive, send)
+            finally:
+                _SEARCH.reset(token)
+
+        return scoped
+
+    return wrap
+
+
+# ---- canned query -------------------------------------------------------------------
+
+_CANNED_SQL = f"""WITH hits AS (
+  SELECT rowid AS id, rank AS score,
+         cjk_match({fts_table('cjk')}, '{_LABELS}', {SNIPPET_CHARS}, char(2), char(3)) AS found
+  FROM {fts_table('cjk')}
+  WHERE {fts_table('cjk')} MATCH cjk_fts_query(:q, :reasoning)
+    AND (cjk_fts_exact(:q, :reasoning) OR cjk_fts_check(:q, :reasoning, {', '.join(FTS_COLUMNS)}))
+  ORDER BY rank
+  LIMIT 200
+)
+SELECT m.session_id, s.title,
+       count(*) OVER (PARTITION BY m.session_id) AS hits_in_session,
+       m.id AS message_id, m.role, datetime(m.timestamp, 'unixepoch') AS time,
+       json_extract(h.found, '$.column') AS matched_in,
+       json_extract(h.found, '$.snippet') AS cjk_snippet
+FROM hits AS h
+JOIN messages AS m ON m.id = h.id
+JOIN sessions AS s ON s.id = m.session_id
+ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score"""
+
+
+@hookimpl
+def canned_queries(datasette, database, actor):
+    async def inner():
+        live = await _live_routes(datasette, database)
+        if not live or "cjk" not in live:
+            return {}
+        return {
+            CANNED: {
+                "sql": _CANNED_SQL,
+                "title": "Search this archive (cjk index)",
+                "description": (
+                    "Messages matching q (the archive's query language: words, \"phrases\", prefix*, OR, "
+                    "NOT), grouped by session, best session first, each with a highlighted snippet. "
+                    "Reasoning is searched only when reasoning is 1."
+                ),
+            }
+        }
+
+    return inner

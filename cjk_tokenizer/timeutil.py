@@ -1,0 +1,86 @@
+"""The one time rule: every time value the package accepts becomes epoch seconds here.
+
+Message timestamps, session start times, ``after``/``before`` of
+``Archive.search`` and ``session_search``, the agent tool and the command line
+all go through :func:`epoch_seconds`, so a value means the same everywhere.
+
+Accepted (anything else is a :class:`~cjk_tokenizer.errors.TimeValueError`
+naming the argument):
+
+* epoch seconds: an ``int`` or ``float`` (``bool`` is refused), or a string
+  holding one (``"1714521600"``, ``" 1714521600.5 "``);
+* an ISO-8601 string: ``2024-05-01``, ``2024-05-01T08:30``,
+  ``2024-05-01 08:30:00.5``, ``2024-05-01T08:30:00Z``, ``…+08:00``;
+* a ``datetime.datetime`` or ``datetime.date``.
+
+A value without a zone (a naive datetime, an ISO string without ``Z`` or an
+offset, a date alone) means UTC -- never the machine's local time, so an
+archive reads the same on every machine.  A date alone is its midnight UTC.
+
+The result must lie in ``MIN_EPOCH .. MAX_EPOCH`` (1970-01-01T00:00:00Z to
+9999-12-31T23:59:59Z): milliseconds passed as seconds, NaN and infinities
+are refused instead of stored or compared.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+from .errors import TimeValueError
+
+__all__ = ["MAX_EPOCH", "MIN_EPOCH", "FORMATS_HELP", "epoch_seconds"]
+
+MIN_EPOCH = 0
+MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
+# For --help texts and error messages: what a user may type.
+FORMATS_HELP = "ISO-8601 (2024-05-01, 2024-05-01T08:30:00Z, +08:00; no zone = UTC) or epoch seconds"
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _in_range(seconds, name: str, shown) -> float:
+    if not (MIN_EPOCH <= seconds <= MAX_EPOCH):  # False for NaN too
+        raise TimeValueError(f"{name}={shown!r} is outside the accepted range: epoch seconds from "
+                             f"{MIN_EPOCH} to {MAX_EPOCH} (1970-01-01 .. 9999-12-31 UTC)")
+    return float(seconds)
+
+
+def _from_datetime(value, name: str) -> float:
+    if not isinstance(value, _dt.datetime):  # a date: its midnight UTC
+        value = _dt.datetime(value.year, value.month, value.day)
+    if value.tzinfo is None or value.utcoffset() is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    try:
+        seconds = value.timestamp()
+    except (OverflowError, ValueError, OSError):  # an offset pushing year 1 / 9999 past the edge
+        raise TimeValueError(f"{name}={value.isoformat()!r} is outside the accepted range "
+                             "(1970-01-01 .. 9999-12-31 UTC)") from None
+    return _in_range(seconds, name, value.isoformat())
+
+
+def epoch_seconds(value, name: str) -> float:
+    """``value`` as seconds since the epoch (float); see the module doc for what is accepted.
+
+    ``name`` is the argument's name, used in the error message.  ``None`` is
+    not a time: callers decide what a missing value means before calling.
+    """
+    if isinstance(value, bool):
+        raise TimeValueError(f"{name} must be epoch seconds, an ISO-8601 string or a datetime, not a bool")
+    if isinstance(value, (int, float)):
+        return _in_range(value, name, value)
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return _from_datetime(value, name)
+    if isinstance(value, str):
+        s = value.strip()
+        if _NUMBER.fullmatch(s):
+            return _in_range(float(s), name, value)
+        iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
+        try:
+            when = _dt.datetime.fromisoformat(iso) if len(iso) <= 64 else None
+        except ValueError:
+            when = None
+        if when is None:
+            raise TimeValueError(f"{name}={value[:80]!r} is not a time: give {FORMATS_HELP}")
+        return _from_datetime(when, name)
+    raise TimeValueError(f"{name} must be epoch seconds, an ISO-8601 string or a datetime, "
+                         f"not {type(value).__name__}")

@@ -1,0 +1,130 @@
+"""The setuptools commands pyproject.toml names (``[tool.setuptools] cmdclass``).
+
+They build two artifacts from the C sources pyproject.toml lists for
+``cjk_tokenizer.libcjk_unicode61``:
+
+1. ``cjk_tokenizer/_cjk_unicode61.abi3.so`` — the cffi module (python/build_cffi.py).
+   Python imports it for the CJK classification, width folding and version,
+   and it is also a loadable SQLite extension (entry point
+   ``sqlite3_cjkunicode_init``).
+2. ``cjk_tokenizer/libcjk_unicode61.so`` — the same extension with no Python
+   symbols, for the ``sqlite3`` shell and any other host.
+
+Neither links libsqlite3: the extension reaches SQLite only through the
+routines the host passes to the entry point.  Both use only CPython's stable
+ABI (the cffi module) or none at all (the plain library), so one wheel per
+platform serves every CPython from 3.9 on.
+
+Set ``CJK_SANITIZE=1`` to build both with AddressSanitizer and UBSan
+(unstripped, with debug info); otherwise the Linux objects are stripped.
+"""
+import os
+import sys
+import sysconfig
+
+from setuptools import Extension
+from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_ext import build_ext
+
+PLAIN_LIB = "cjk_tokenizer.libcjk_unicode61"
+CFFI_MODULE = "cjk_tokenizer._cjk_unicode61"
+LIMITED_API = "cp39"  # the oldest CPython the project supports (requires-python)
+
+
+def sanitize():
+    return os.environ.get("CJK_SANITIZE", "") not in ("", "0")
+
+
+def compile_args():
+    if sys.platform == "win32":
+        return []
+    args = ["-std=c99", "-Wall", "-Wextra", "-fvisibility=hidden"]
+    if sanitize():
+        args += ["-O1", "-g", "-fno-omit-frame-pointer",
+                 "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
+    else:
+        # Optimise for size: the wheel ships the code twice (the plain library
+        # and the cffi module), and the tokenizer is a small share of FTS5's
+        # indexing time (bench/RESULTS.md).
+        args += ["-Os"]
+    return args
+
+
+def link_args():
+    if sanitize():
+        return ["-fsanitize=address,undefined"]
+    # Python's own CFLAGS carry -g: strip what ships (debug info and the symbol table).
+    return ["-s"] if sys.platform.startswith("linux") else []
+
+
+def limited_api_available():
+    """Debug and free-threaded CPython builds have no stable ABI to build for."""
+    return not hasattr(sys, "gettotalrefcount") and not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+def _plain_lib_filename():
+    if sys.platform == "darwin":
+        return "libcjk_unicode61.dylib"
+    if sys.platform == "win32":
+        return "cjk_unicode61.dll"
+    return "libcjk_unicode61.so"
+
+
+class BuildExt(build_ext):
+    """Adds the cffi module next to the plain library, with the same sources and flags.
+
+    Both get the flags above, the project's version as ``CJK_VERSION`` (the
+    string ``SELECT version FROM cjk_version`` answers) and the stable ABI.
+    """
+
+    def finalize_options(self):
+        extensions = self.distribution.ext_modules or []
+        plain = next((e for e in extensions if e.name == PLAIN_LIB), None)
+        if plain is None:
+            raise RuntimeError(f"pyproject.toml declares no extension {PLAIN_LIB}")
+        if not any(e.name == CFFI_MODULE for e in extensions):
+            # Sources are completed in build_extension: the cffi wrapper is
+            # generated at build time and must not end up in the sdist.
+            extensions.append(Extension(CFFI_MODULE, sources=list(plain.sources),
+                                        include_dirs=list(plain.include_dirs), depends=list(plain.depends)))
+        super().finalize_options()
+        version = self.distribution.get_version()
+        for ext in self.extensions:
+            ext.define_macros = [m for m in ext.define_macros if m[0] != "CJK_VERSION"]
+            ext.define_macros.append(("CJK_VERSION", f'"{version}"'))
+            ext.extra_compile_args = compile_args()
+            ext.extra_link_args = link_args()
+            ext.py_limited_api = limited_api_available()
+
+    def build_extension(self, ext):
+        if ext.name == CFFI_MODULE:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            try:
+                from build_cffi import ffibuilder
+            finally:
+                sys.path.pop(0)
+            wrapper = ffibuilder.distutils_extension(tmpdir=self.build_temp, verbose=False).sources[0]
+            if wrapper not in ext.sources:
+                ext.sources = [wrapper, *ext.sources]
+        super().build_extension(ext)
+
+    def get_ext_filename(self, fullname):
+        # Called with the dotted name and with its last part alone; answer in kind.
+        parts = fullname.split(".")
+        if parts[-1] == PLAIN_LIB.split(".")[-1]:
+            return os.path.join(*parts[:-1], _plain_lib_filename())
+        return super().get_ext_filename(fullname)
+
+    def get_export_symbols(self, ext):
+        if ext.name == PLAIN_LIB:
+            return ["sqlite3_cjkunicode_init"]
+        return super().get_export_symbols(ext)
+
+
+class BdistWheel(bdist_wheel):
+    """Tags the wheel cp39-abi3: one wheel per platform for every CPython >= 3.9."""
+
+    def finalize_options(self):
+        if not self.py_limited_api and limited_api_available():
+            self.py_limited_api = LIMITED_API
+        super().finalize_options()

@@ -1,0 +1,181 @@
+"""Reading an archive that cannot (or must not) be written, and what an archive path may be.
+
+``Archive(path, readonly=True)`` must never write; an archive whose file or
+folder is not writable must open read-only by itself (for ``search``,
+``session_search`` and the CLI's read commands), and a write must then be a
+clear error naming the path.  The tests run as root, whom permission bits do
+not stop, so "not writable" is made real with a read-only bind mount inside a
+user namespace (``unshare -rm``): the kernel refuses every write there, for
+root too.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from cjk_tokenizer import Archive, ArchiveError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _digest(path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.fixture
+def archive_file(tmp_path):
+    path = tmp_path / "ro" / "a.db"
+    path.parent.mkdir()
+    with Archive(path) as ar:
+        ar.add_session("s1", title="部署排查")
+        ar.add_message("s1", "user", "部署失败了，怎么回滚？", timestamp=1714521600)
+        ar.add_message("s1", "assistant", "先看日志 deploy.log", timestamp=1714521660)
+    return str(path)
+
+
+def test_readonly_true_reads_and_never_writes(archive_file):
+    before = _digest(archive_file)
+    with Archive(archive_file, readonly=True) as ar:
+        assert ar.readonly
+        assert [h.message_id for h in ar.search("部署")] == [1]
+        found = ar.session_search(query="回滚")
+        assert found["sessions"][0]["session"]["session_id"] == "s1", found
+        writes = [
+            lambda: ar.add_message("s1", "user", "x"),
+            lambda: ar.add_session("s2"),
+            lambda: ar.update_session("s1", title="t"),
+            lambda: ar.bulk_import([{"session_id": "s1", "role": "user", "content": "x"}]),
+            lambda: ar.update_message(1, content="x"),
+            lambda: ar.delete_message(1),
+            lambda: ar.delete_session("s1"),
+            lambda: ar.catch_up(),
+            lambda: ar.rebuild(),
+            lambda: ar.add_index("trigram"),
+            lambda: ar.drop_index("cjk"),  # an index the (lean) default archive has
+        ]
+        for write in writes:
+            with pytest.raises(ArchiveError, match=f"^{archive_file} is open read-only") as exc:
+                write()
+            assert "\n" not in str(exc.value)
+        assert ar.integrity_check()["database"] == "ok"
+        assert ar.count_messages() == 2
+    assert _digest(archive_file) == before
+
+
+def test_readonly_true_never_creates_or_converts(tmp_path):
+    missing = tmp_path / "missing.db"
+    with pytest.raises(ArchiveError, match="missing.db: no such archive"):
+        Archive(missing, readonly=True)
+    assert not missing.exists()
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with pytest.raises(ArchiveError, match="empty.db is not a cjk_tokenizer archive"):
+        Archive(empty, readonly=True)
+    with pytest.raises(ArchiveError, match="empty.db is not a cjk_tokenizer archive"):
+        Archive(empty, create=False)
+    assert empty.stat().st_size == 0
+    with pytest.raises(ArchiveError, match=f"^{tmp_path} is a directory"):
+        Archive(tmp_path, readonly=True)
+    with pytest.raises(ArchiveError, match=f"^{tmp_path} is a directory"):
+        Archive(tmp_path)
+
+
+@pytest.mark.parametrize("bad", [None, 42, 4.2, b"a.db", sqlite3.connect(":memory:"), ["a.db"]],
+                         ids=lambda v: type(v).__name__)
+def test_archive_path_must_be_a_path(tmp_path, bad):
+    before = set(os.listdir(tmp_path))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+            Archive(bad)
+    finally:
+        os.chdir(cwd)
+    assert set(os.listdir(tmp_path)) == before  # no file named "None", "42", "<sqlite3.Connection …>"
+
+
+def test_archive_path_forms_that_work(tmp_path):
+    with Archive(":memory:") as ar:
+        ar.add_message("s", "user", "x")
+    with Archive(tmp_path / "p.db") as ar:  # os.PathLike
+        assert ar.path == str(tmp_path / "p.db")
+    with pytest.raises(ValueError, match="path is empty"):
+        Archive("")
+
+
+# ---- unwritable for real: a read-only bind mount in a user namespace ----------------------
+
+def _unshare_works() -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True)
+    return probe.returncode == 0
+
+
+needs_unshare = pytest.mark.skipif(not _unshare_works(),
+                                   reason="unshare -rm (user + mount namespaces) is not permitted here")
+
+READER = textwrap.dedent("""
+    import json, sys, warnings
+    from cjk_tokenizer import Archive, ArchiveError
+    path = sys.argv[1]
+    out = {}
+    with Archive(path) as ar:
+        out["readonly"] = ar.readonly
+        out["hits"] = [h.message_id for h in ar.search("部署")]
+        found = ar.session_search(query="回滚")
+        out["session_search"] = [s["session"]["session_id"] for s in found.get("sessions", [])] or found
+        try:
+            ar.add_message("s1", "user", "x")
+            out["write"] = "written"
+        except ArchiveError as exc:
+            out["write"] = str(exc)
+    print(json.dumps(out))
+""")
+
+
+def _in_readonly_mount(mount_src: str, mount_dst: str, *command: str) -> subprocess.CompletedProcess:
+    script = f'mount --bind -o ro "{mount_src}" "{mount_dst}" && exec "$@"'
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", *command], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+
+
+@needs_unshare
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_unwritable_archive_opens_read_only_by_itself(archive_file, what):
+    target = os.path.dirname(archive_file) if what == "folder" else archive_file
+    before = _digest(archive_file)
+    proc = _in_readonly_mount(target, target, sys.executable, "-c", READER, archive_file)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["readonly"] is True and out["hits"] == [1] and out["session_search"] == ["s1"], out
+    assert out["write"].startswith(f"{archive_file} is open read-only (the file or its folder is not writable)")
+    assert _digest(archive_file) == before
+
+
+@needs_unshare
+@pytest.mark.parametrize("what", ["folder", "file"])
+def test_cli_read_commands_work_on_an_unwritable_archive(archive_file, what):
+    target = os.path.dirname(archive_file) if what == "folder" else archive_file
+    for args in (["search", archive_file, "部署", "--json"], ["explain", archive_file, "部署"],
+                 ["doctor", archive_file]):
+        proc = _in_readonly_mount(target, target, sys.executable, "-m", "cjk_tokenizer", *args)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        if args[0] == "search":
+            assert [h["message_id"] for h in json.loads(proc.stdout)] == [1]
+        if args[0] == "doctor":
+            assert f"{archive_file} (read-only): 1 sessions, 2 messages" in proc.stdout
+    # a write command says which file it could not write
+    proc = _in_readonly_mount(target, target, sys.executable, "-m", "cjk_tokenizer", "rebuild", archive_file)
+    assert proc.returncode == 1 and archive_file in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

@@ -1,0 +1,416 @@
+"""Importers: real agent histories in, each part searchable where it belongs, re-imports add nothing."""
+import datetime as dt
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cjk_tokenizer.archive import Archive
+from cjk_tokenizer.importers import ImportFileError, epoch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import _history_fixtures as fx  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cli(*args, stdin=None, check=True):
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable, "-m", "cjk_tokenizer", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, input=stdin, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def hermes_state():
+    try:
+        import hermes_state
+    except ImportError:
+        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
+            pytest.fail("hermes-agent is not installed (pip install --no-deps hermes-agent) "
+                        "and CJK_REQUIRE_ALL_HOSTS is set")
+        pytest.skip("hermes-agent is not installed (pip install --no-deps hermes-agent)")
+    return hermes_state
+
+
+def _files_digest(folder):
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        p = os.path.join(folder, name)
+        with open(p, "rb") as f:
+            out[name] = (hashlib.sha256(f.read()).hexdigest(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def _all(ar):
+    return [m for s in ar.sessions() for m in ar.messages_of(s["id"])]
+
+
+def _hit_ids(ar, query, **kw):
+    return {h.message_id for h in ar.search(query, **kw)}
+
+
+# ------------------------------------------------------------------ Hermes
+
+
+def test_hermes_state_db_imports_every_part_and_is_never_written(tmp_path, hermes_state):
+    src_dir = tmp_path / "hermes"
+    src_dir.mkdir()
+    db = str(src_dir / "state.db")
+    fx.write_hermes(db, hermes_state)
+    before = _files_digest(src_dir)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(db)
+        # read-only: the database not touched (SQLite itself may add the WAL companions a
+        # read of a WAL database needs, with nothing in the log)
+        after = _files_digest(src_dir)
+        assert after["state.db"] == before["state.db"]
+        assert os.path.getsize(src_dir / "state.db-wal") == 0 if "state.db-wal" in after else True
+        assert report.messages == 5 and report.sessions == {"h1", "h2"} and not report.bad
+        h1 = ar.session("h1")
+        assert h1["source"] == "cli" and h1["metadata"]["model"] == "anthropic/claude-sonnet-4"
+        assert h1["metadata"]["cwd"] == "/srv/app" and h1["started_at"] > 1.7e9
+        msgs = ar.messages_of("h1")
+        assert [m["role"] for m in msgs] == ["user", "assistant", "tool", "assistant"]
+        thought = msgs[1]["reasoning"]
+        # reasoning and reasoning_content were equal: kept once; reasoning_details' text joined, opaque data not
+        assert thought.count("배포 로그부터 확인해야 한다") == 1 and "마이그레이션 충돌 가능성" in thought
+        assert "opaque" not in thought
+        assert msgs[1]["tool_calls"][0]["function"]["name"] == "terminal"
+        assert msgs[2]["tool_name"] == "terminal" and msgs[2]["tool_call_id"] == "call_1"
+        assert msgs[0]["timestamp"] == 1764000000.0
+        assert msgs[3]["metadata"] == {"finish_reason": "stop"}
+        # each part searchable where it belongs
+        assert _hit_ids(ar, "마이그레이션") == set()
+        assert _hit_ids(ar, "마이그레이션", include_reasoning=True) == {msgs[1]["id"]}
+        assert _hit_ids(ar, "인덱스가", roles=["tool"]) == {msgs[2]["id"]}
+        assert _hit_ids(ar, "배포.log") == {msgs[1]["id"]}  # CJK inside tool-call arguments, unescaped
+
+
+def test_hermes_reimport_adds_nothing_and_growth_adds_exactly_the_new(tmp_path, hermes_state):
+    db = str(tmp_path / "state.db")
+    fx.write_hermes(db, hermes_state)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(db)
+        again = ar.import_source(db)
+        assert again.messages == 0 and again.unchanged == 5 and ar.count_messages() == 5
+        assert again.sessions == set() and again.summary().startswith("imported 0 messages in 0 sessions")
+        fx.write_hermes(db, hermes_state, more=True)
+        grown = ar.sync()
+        assert grown.messages == 1 and grown.unchanged == 5 and not grown.changed and grown.sessions == {"h1"}
+        assert ar.count_messages() == 6
+        h1 = ar.session("h1")
+        assert h1["title"] == "배포 실패"  # set in Hermes after the first import
+        assert h1["metadata"]["end_reason"] == "user_exit" and h1["metadata"]["ended_at"] > 1.7e9
+
+
+def test_hermes_fts_side_tables_are_not_read_as_messages(tmp_path, hermes_state):
+    db = str(tmp_path / "state.db")
+    fx.write_hermes(db, hermes_state)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(db)
+        assert ar.count_messages() == 5 and ar.count_sessions() == 2
+
+
+# ------------------------------------------------------------------ Claude Code
+
+
+def _claude_project(tmp_path):
+    proj = tmp_path / ".claude" / "projects" / "-home-u-proj"
+    path = fx.write_jsonl(str(proj / f"{fx.CLAUDE_SESSION}.jsonl"), fx.claude_lines())
+    (proj / "notes.txt").write_text("not a transcript")
+    return proj, path
+
+
+def test_claude_code_project_folder(tmp_path):
+    proj, _ = _claude_project(tmp_path)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(str(proj))
+        assert report.skipped == {"file-history-snapshot": 1, "system": 1, "progress": 1, "some-future-type": 1}
+        assert not report.bad
+        s = ar.session(fx.CLAUDE_SESSION)
+        assert s["title"] == "部署失败排查" and s["source"] == "claude-code"
+        assert s["metadata"] == {"cwd": "/home/u/proj", "gitBranch": "main"}
+        assert s["started_at"] == epoch("2025-11-24T10:00:00Z")
+        msgs = ar.messages_of(fx.CLAUDE_SESSION)
+        assert [m["role"] for m in msgs] == ["user", "assistant", "assistant", "tool", "assistant", "tool"]
+        user, thinking, said, result, call2, denied = msgs
+        assert user["content"] == "帮我看看大别山项目的部署日志"
+        assert thinking["content"] is None and thinking["reasoning"] == "先读日志再判断迁移是否幂等"
+        assert said["content"] == "我先读取部署日志。"
+        assert said["tool_calls"] == [{"id": "toolu_01", "type": "function", "function": {
+            "name": "Read", "arguments": json.dumps({"file_path": "/var/log/deploy.log"})}}]
+        assert result["tool_call_id"] == "toolu_01" and result["tool_name"] == "Read"
+        assert result["content"] == "ERROR 迁移失败：索引 idx_owner 已存在"
+        assert denied["tool_name"] == "Bash" and denied["metadata"]["is_error"] is True
+        assert user["metadata"]["cwd"] == "/home/u/proj" and user["metadata"]["gitBranch"] == "main"
+        assert said["metadata"]["model"] == "claude-sonnet-4-5" and said["metadata"]["uuid"] == "u3"
+        assert user["timestamp"] == epoch("2025-11-24T10:00:00.000Z")
+        assert _hit_ids(ar, "幂等") == set()
+        assert _hit_ids(ar, "幂等", include_reasoning=True) == {thinking["id"]}
+        assert _hit_ids(ar, "迁移失败", roles=["tool"]) == {result["id"]}
+
+
+def test_claude_grown_transcript_adds_exactly_the_new_and_a_changed_line_is_reported(tmp_path):
+    proj, path = _claude_project(tmp_path)
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar:
+        first = ar.import_source(str(proj))
+        assert first.messages == 6
+        assert ar.import_source(str(proj)).messages == 0 and ar.count_messages() == 6
+        lines = fx.claude_lines()
+        grown = dict(lines[2], uuid="u8", parentUuid="u7", timestamp="2025-11-24T10:01:00Z",
+                     message={"role": "user", "content": "谢谢，解决了"})
+        fx.write_jsonl(path, lines + [grown])
+        report = ar.sync()
+        assert report.messages == 1 and ar.count_messages() == 7 and not report.changed
+        lines[2] = dict(lines[2], message={"role": "user", "content": "edited afterwards"})
+        fx.write_jsonl(path, lines + [grown])
+        report = ar.import_source(path)
+        assert report.messages == 0 and ar.count_messages() == 7
+        assert len(report.changed) == 1 and f"{fx.CLAUDE_SESSION}.jsonl:3" in report.changed[0]
+
+
+# ------------------------------------------------------------------ Codex
+
+
+def test_codex_sessions_folder_without_event_mirrors(tmp_path):
+    day = tmp_path / ".codex" / "sessions" / "2025" / "10" / "29"
+    fx.write_jsonl(str(day / f"rollout-2025-10-29T00-59-38-{fx.CODEX_SESSION}.jsonl"), fx.codex_lines())
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(str(tmp_path / ".codex" / "sessions"))
+        assert report.skipped == {"event_msg": 4, "turn_context": 1, "reasoning (encrypted only)": 1}
+        s = ar.session(fx.CODEX_SESSION)
+        assert s["source"] == "codex" and s["started_at"] == epoch("2025-10-29T00:59:38.308Z")
+        assert s["metadata"]["cwd"] == "/tmp/codex-proj" and s["metadata"]["model"] == "gpt-5-codex"
+        msgs = ar.messages_of(fx.CODEX_SESSION)
+        roles = [m["role"] for m in msgs]
+        assert roles == ["user", "user", "assistant", "assistant", "tool", "assistant", "tool", "assistant"]
+        assert [m["content"] for m in msgs].count("東京の天気を調べて") == 1  # event_msg mirror not copied
+        assert sum("東京は晴れ" in (m["content"] or "") for m in msgs) == 1
+        thought = msgs[2]
+        assert thought["reasoning"] == "**天気予報のツールを使う**" and thought["content"] is None
+        call, out = msgs[3], msgs[4]
+        assert call["tool_calls"][0]["function"] == {"name": "shell",
+                                                     "arguments": "{\"command\":[\"curl\",\"wttr.in/Tokyo\"]}"}
+        assert out["tool_call_id"] == "call_abc" and out["tool_name"] == "shell" and out["content"] == "東京: 晴れ 18°C\n"
+        assert msgs[5]["tool_calls"][0]["function"]["name"] == "apply_patch"
+        assert msgs[6]["tool_name"] == "apply_patch" and msgs[6]["content"].startswith("Success")
+        assert _hit_ids(ar, "天気予報") == set() and len(_hit_ids(ar, "天気予報", include_reasoning=True)) == 1
+
+
+# ------------------------------------------------------------------ OpenAI chat JSONL
+
+
+def test_openai_both_shapes_and_detection_in_a_mixed_folder(tmp_path):
+    folder = tmp_path / "mixed"
+    fx.write_jsonl(str(folder / "chat.jsonl"), [
+        {"role": "user", "content": "一条一行"},
+        {"role": "assistant", "content": "好的", "reasoning_content": "简单"},
+    ])
+    fx.write_jsonl(str(folder / "ft.jsonl"), [
+        {"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "ping"},
+                      {"role": "assistant", "content": "pong"}], "tools": [{"type": "function"}]},
+        {"id": "named", "title": "第二个", "messages": [{"role": "user", "content": "多轮对话"}]},
+    ])
+    fx.write_jsonl(str(folder / "claude" / "x.jsonl"), fx.claude_lines())
+    fx.write_jsonl(str(folder / "rollout-1.jsonl"), fx.codex_lines())
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(str(folder))
+        assert report.sources == 4 and not report.bad
+        assert [m["content"] for m in ar.messages_of("chat")] == ["一条一行", "好的"]
+        assert [m["role"] for m in ar.messages_of("ft:1")] == ["system", "user", "assistant"]
+        assert ar.session("ft:1")["metadata"] == {"tools": [{"type": "function"}]}
+        assert ar.session("named")["title"] == "第二个"
+        assert ar.session(fx.CLAUDE_SESSION)["source"] == "claude-code"
+        assert ar.session(fx.CODEX_SESSION)["source"] == "codex"
+
+
+def test_stdin_import_and_summary_line(tmp_path):
+    db = str(tmp_path / "a.db")
+    data = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines()) + "\n"
+    proc = cli("import", db, "-", stdin=data)
+    assert ("imported 8 messages in 1 session from 1 source; skipped: event_msg 4, "
+            "reasoning (encrypted only) 1, turn_context 1 into") in proc.stdout
+    again = cli("import", db, "-", "--format", "codex", stdin=data)
+    assert "imported 0 messages" in again.stdout and "8 records already imported" in again.stdout
+    other = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines("other-session")) + "\n"
+    assert "imported 8 messages" in cli("import", db, "-", stdin=other).stdout  # another stream, not a clash
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def test_bad_lines_are_counted_reported_1_based_and_never_half_imported(tmp_path):
+    path = fx.write_jsonl(str(tmp_path / "c.jsonl"), [
+        *fx.claude_lines()[:3],
+        "{not json",
+        # one line, two tool results, the second unstorable: neither is imported
+        json.dumps({"type": "user", "uuid": "ux", "sessionId": fx.CLAUDE_SESSION,
+                    "timestamp": "2025-11-24T10:00:00Z", "message": {"role": "user", "content": [
+                        {"type": "tool_result", "tool_use_id": "a", "content": "fine"},
+                        {"type": "tool_result", "tool_use_id": "b", "content": "lone \ud800 surrogate"}]}}),
+        {"type": "user", "uuid": "uy", "sessionId": fx.CLAUDE_SESSION, "timestamp": "yesterday-ish",
+         "message": {"role": "user", "content": "bad time"}},
+        {"type": "user", "uuid": "uz", "sessionId": fx.CLAUDE_SESSION, "timestamp": "2025-11-24T10:05:00Z",
+         "message": {"role": "user", "content": "after the bad ones"}},
+    ])
+    db = str(tmp_path / "a.db")
+    proc = cli("import", db, path, check=False)
+    assert proc.returncode == 1
+    errs = [l for l in proc.stderr.splitlines() if l.startswith("cjk-tokenizer:")]
+    assert [e.split(": ")[1] for e in errs] == [f"{path}:4", f"{path}:5", f"{path}:6"]
+    assert "not valid JSON" in errs[0] and "lone surrogate" in errs[1] and "yesterday-ish" in errs[2]
+    assert "skipped: bad 3, file-history-snapshot 1" in proc.stdout
+    with Archive(db) as ar:
+        contents = [m["content"] for m in _all(ar)]
+        assert contents == ["帮我看看大别山项目的部署日志", "after the bad ones"]
+
+
+def test_an_unknown_format_or_empty_folder_fails_before_any_archive_exists(tmp_path):
+    (tmp_path / "empty").mkdir()
+    weird = tmp_path / "weird.jsonl"
+    weird.write_text('{"hello": 1}\n')
+    for src, message in ((tmp_path / "empty", "a folder with no importable files"),
+                         (weird, "cannot tell its format"),
+                         (tmp_path / "nope.jsonl", "no such file")):
+        db = tmp_path / "never.db"
+        proc = cli("import", str(db), str(src), check=False)
+        assert proc.returncode == 1 and message in proc.stderr and proc.stderr.count("\n") == 1
+        assert not db.exists(), src
+
+
+def test_the_archive_itself_in_an_imported_folder_is_not_read(tmp_path):
+    fx.write_jsonl(str(tmp_path / "chat.jsonl"), [{"role": "user", "content": "hi"}])
+    db = str(tmp_path / "a.db")
+    cli("import", db, str(tmp_path))
+    proc = cli("sync", db)
+    assert "imported 0 messages" in proc.stdout and "1 record already imported" in proc.stdout
+    proc = cli("import", db, db, "--format", "hermes", check=False)
+    assert proc.returncode == 1 and "is the archive being imported into" in proc.stderr
+
+
+# ------------------------------------------------------------------ session headers, time (one rule)
+
+
+@pytest.mark.parametrize("header_first", [True, False])
+def test_session_header_started_at_wins_over_its_messages(tmp_path, header_first):
+    header = {"type": "session", "id": "s1", "title": "t", "started_at": "2025-01-01T00:00:00"}
+    msg = {"session_id": "s1", "role": "user", "content": "x", "timestamp": 1800000000}
+    path = fx.write_jsonl(str(tmp_path / "h.jsonl"), [header, msg] if header_first else [msg, header])
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(path)
+        # naive ISO-8601 means UTC
+        assert ar.session("s1")["started_at"] == 1735689600.0
+
+
+def test_a_bad_started_at_names_the_line(tmp_path):
+    path = fx.write_jsonl(str(tmp_path / "h.jsonl"), [
+        {"session_id": "s1", "role": "user", "content": "x"},
+        {"type": "session", "id": "s1", "started_at": "2025-13-45"},
+    ])
+    proc = cli("import", str(tmp_path / "a.db"), path, check=False)
+    assert proc.returncode == 1 and f"{path}:2: started_at='2025-13-45' is not a time" in proc.stderr
+
+
+def test_a_bad_session_header_names_its_line_and_the_rest_imports(tmp_path):
+    path = fx.write_jsonl(str(tmp_path / "h.jsonl"), [
+        {"session_id": "s1", "role": "user", "content": "x"},
+        {"type": "session", "id": "s1", "title": ["not", "text"]},
+        {"session_id": "s1", "role": "robot", "content": "y"},
+    ])
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(path)
+        assert report.bad[0].startswith(f"{path}:2: session 's1': title must be a str")
+        assert report.bad[1].startswith(f"{path}:3: role must be one of")
+        assert ar.count_messages() == 1
+
+
+def test_time_rule():
+    assert epoch("2025-01-01T00:00:00") == epoch("2025-01-01T00:00:00Z") == 1735689600.0
+    assert epoch("2025-01-01T09:00:00+09:00") == 1735689600.0
+    assert epoch("1735689600") == epoch(1735689600) == 1735689600.0
+    assert epoch(dt.datetime(2025, 1, 1)) == 1735689600.0
+    assert epoch(None) is None
+    for bad in ("soon", True, float("nan"), [1]):
+        with pytest.raises(ValueError):
+            epoch(bad)
+
+
+# ------------------------------------------------------------------ schema, export
+
+
+def test_an_archive_made_before_imports_existed_gains_the_tables_and_keeps_its_data(tmp_path):
+    db = str(tmp_path / "old.db")
+    with Archive(db) as ar:
+        ar.add_message("mine", "user", "已有的消息", timestamp=1.0)
+        assert ar.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'imported'").fetchone()[0] == 0
+    path = fx.write_jsonl(str(tmp_path / "c.jsonl"), fx.claude_lines())
+    with Archive(db) as ar:
+        ar.import_source(path)
+        assert ar.messages_of("mine")[0]["content"] == "已有的消息"
+        assert ar.count_messages() == 7
+        keys = ar.conn.execute("SELECT key FROM imported ORDER BY key").fetchall()
+        assert [k[0] for k in keys] == ["u1", "u2", "u3", "u4", "u6", "u7"]
+
+
+def _comparable(ar):
+    return [(s, [{k: v for k, v in m.items() if k != "id"} for m in ar.messages_of(s["id"])])
+            for s in sorted(ar.sessions(), key=lambda s: s["id"])]
+
+
+def test_jsonl_export_imports_back_into_an_equal_archive(tmp_path, hermes_state):
+    proj, _ = _claude_project(tmp_path)
+    fx.write_jsonl(str(tmp_path / "codex" / "rollout-1.jsonl"), fx.codex_lines())
+    hermes_db = str(tmp_path / "state.db")
+    fx.write_hermes(hermes_db, hermes_state)
+    with Archive(str(tmp_path / "a.db")) as a:
+        a.import_source([str(proj), str(tmp_path / "codex"), hermes_db])
+        a.add_session("empty", title="没有消息", started_at=5.0)
+        out = tmp_path / "export.jsonl"
+        with open(out, "w", encoding="utf-8") as f:
+            assert a.export(f) == a.count_messages()
+        with Archive(str(tmp_path / "b.db")) as b:
+            report = b.import_source(str(out))
+            assert not report.bad
+            assert _comparable(b) == _comparable(a)
+        buf = io.StringIO()
+        a.export(buf, session_id=fx.CLAUDE_SESSION)
+        assert buf.getvalue().splitlines()[0].startswith('{"type": "session", "id": "' + fx.CLAUDE_SESSION)
+
+
+def test_markdown_export_tells_said_thought_and_tool_output_apart(tmp_path):
+    _, path = _claude_project(tmp_path)
+    db = str(tmp_path / "a.db")
+    cli("import", db, path)
+    md = cli("export", db, "--session", fx.CLAUDE_SESSION, "--format", "markdown").stdout
+    assert md.startswith("# 部署失败排查\n")
+    assert "> **thought**\n>\n> 先读日志再判断迁移是否幂等" in md
+    assert "## tool output (Read)" in md and "```\nERROR 迁移失败：索引 idx_owner 已存在\n```" in md
+    assert "**calls** `Bash`" in md
+    assert "我先读取部署日志。\n" in md
+    proc = cli("export", db, "--session", "nope", check=False)
+    assert proc.returncode == 1 and "no session 'nope'" in proc.stderr
+
+
+def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_path, hermes_state):
+    proj, _ = _claude_project(tmp_path)
+    codex_dir = tmp_path / ".codex" / "sessions"
+    fx.write_jsonl(str(codex_dir / "2025" / "10" / "29" / "rollout-x.jsonl"), fx.codex_lines())
+    hermes_db = str(tmp_path / "state.db")
+    fx.write_hermes(hermes_db, hermes_state)
+    db = str(tmp_path / "a.db")
+    first = cli("import", db, hermes_db, str(proj), str(codex_dir))
+    assert first.stdout.startswith("imported 19 messages in 4 sessions from 3 sources")
+    again = cli("import", db, hermes_db, str(proj), str(codex_dir))
+    assert again.stdout.startswith("imported 0 messages in 0 sessions from 3 sources; 19 records already imported")
+    assert cli("sync", db).stdout.startswith("imported 0 messages")
+    for query, role in (("인덱스가", "tool"), ("大别山", "user"), ("東京は晴れ", "assistant")):
+        hits = json.loads(cli("search", db, query, "--json").stdout)
+        assert [h["role"] for h in hits] == [role], query
