@@ -53,7 +53,7 @@ import os
 import threading
 import uuid
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import apsw
 
@@ -64,6 +64,7 @@ from .loader import load
 from .records import InputError
 
 if TYPE_CHECKING:
+    from .importers.driver import ImportReport
     from .search import Hit
 from .schema import (
     BASE_DDL,
@@ -571,7 +572,8 @@ class Archive:
 
     # ------------------------------------------------------------------ import / export (importers/, export.py)
 
-    def import_source(self, path, format: str = "auto", *, progress=None, batch_size: int = 2000):
+    def import_source(self, path: str | os.PathLike | Iterable[str | os.PathLike], format: str = "auto", *,
+                      progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
         """Import a file, a folder, ``"-"`` (stdin) or a list of them; returns an ImportReport.
 
         ``format``: "auto" (detected per file), "openai", "claude-code",
@@ -583,14 +585,14 @@ class Archive:
         with self._lock:
             return import_source(self, path, format, progress=progress, batch_size=batch_size)
 
-    def sync(self, *, progress=None, batch_size: int = 2000):
+    def sync(self, *, progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
         """Import again every path this archive was given; returns an ImportReport."""
         from .importers import sync
 
         with self._lock:
             return sync(self, progress=progress, batch_size=batch_size)
 
-    def export(self, out, *, session_id=None, format: str = "jsonl") -> int:
+    def export(self, out: IO[str], *, session_id: str | None = None, format: str = "jsonl") -> int:
         """Write all sessions (or ``session_id``) to a text stream as JSONL or Markdown (export.py)."""
         from .export import export
 
