@@ -29,6 +29,7 @@
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H
 
+#include "cjk_api.h"
 #include "cjk_host.h"
 
 #define CJK_TOKENIZER_NAME "cjk_unicode61"
@@ -40,7 +41,7 @@
 ** are valid, else non-zero with a message in zErr (NUL-terminated, truncated
 ** to nErr bytes).  SQLite itself only says "error in tokenizer constructor",
 ** so Python calls this to say what is wrong. */
-int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
+CJK_API int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 
 /* Create a tokenizer that wraps the unicode61 tokenizer of pApi's host.
 ** bUseV2: reach unicode61 through fts5_tokenizer_v2 (fts5_api.iVersion >= 3). */
