@@ -75,7 +75,7 @@ def version() -> str:
 
 
 def module_path() -> str | None:
-    """File of the compiled cffi module (also a loadable SQLite extension)."""
+    """File of the compiled cffi module (importing it maps the library load() hands SQLite)."""
     return None if _mod is None else os.path.abspath(_mod.__file__)
 
 

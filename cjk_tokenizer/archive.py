@@ -58,7 +58,7 @@ import os
 import threading
 import uuid
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import apsw
 
@@ -69,6 +69,7 @@ from .loader import load
 from .records import InputError
 
 if TYPE_CHECKING:
+    from .importers.driver import ImportReport
     from .search import Hit
 from .schema import (
     BASE_DDL,

@@ -1,15 +1,15 @@
 """Loading the extension into a SQLite connection (APSW or stdlib sqlite3).
 
-``load(conn)`` loads the compiled cffi module, which Python has already
-imported: the library then stays mapped for the life of the process, so a
-tokenizer object that outlives its connection can never call into unmapped
-code.  ``loadable_path()`` is the plain library for every other host (the
-``sqlite3`` shell cannot load a cffi module: its Python symbols stay
-unresolved there).
+``load(conn)`` loads the plain library ``loadable_path()``, the same file the
+imported cffi module links to (python/cjk_build.py): the library then stays
+mapped for the life of the process, so a tokenizer object that outlives its
+connection can never call into unmapped code.  Every other host (the
+``sqlite3`` shell, say) loads that file too.
 """
 from __future__ import annotations
 
 import os
+import sys
 from typing import TypeVar
 
 from . import _native
@@ -33,10 +33,13 @@ def loadable_path() -> str:
 
 
 def _extension_file() -> str:
+    """The file load() hands SQLite: one the imported cffi module keeps mapped."""
     path = _native.module_path()
     if path is None:
         raise ExtensionError(_native.missing_reason())
-    return path
+    if sys.platform == "win32":  # there the module carries the extension itself
+        return path
+    return loadable_path()
 
 
 def _load_apsw(conn, path: str) -> None:

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include "cjk_api.h"
+
 /* Decode one character at z[i] (i < n) the way SQLite's unicode61 reads UTF-8,
 ** so our segment boundaries fall on the character boundaries unicode61 sees:
 ** a lead byte >= 0xC0 swallows every continuation byte after it.  Returns the
@@ -27,22 +29,22 @@ int cjk_utf8_put(unsigned cp, unsigned char *out);
 ** supplements), Hangul (syllables, jamo, compatibility, extended and
 ** half-width jamo) and Bopomofo.  CJK punctuation and symbols (、。「」・ …)
 ** are not CJK letters: they separate runs. */
-int cjk_is_cjk(unsigned cp);
+CJK_API int cjk_is_cjk(unsigned cp);
 
 /* For Python's query router: aOut[i] = 1 if aCp[i] is a CJK letter, else 0.
 ** Returns how many are.  (Code points, not UTF-8: Python strings hold those.) */
-int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
+CJK_API int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
 
 /* The table behind cjk_is_cjk(), for Python and the tests: range i is
 ** [cjk_range_bound(i,0), cjk_range_bound(i,1)], sorted, inclusive. */
-int cjk_range_count(void);
-unsigned cjk_range_bound(int i, int bHigh);
+CJK_API int cjk_range_count(void);
+CJK_API unsigned cjk_range_bound(int i, int bHigh);
 
 /* Width folding applied to documents and queries alike:
 **   full-width ASCII U+FF01..U+FF5E -> U+0021..U+007E (Ｈｅｌｌｏ１ -> Hello1)
 **   half-width katakana and Hangul  -> their full-width forms (ｶﾀｶﾅ -> カタカナ)
 ** Every other code point maps to itself. */
-unsigned cjk_fold_width(unsigned cp);
+CJK_API unsigned cjk_fold_width(unsigned cp);
 
 /* Voiced sound marks: if base followed by mark (U+3099/U+309A after width
 ** folding) has a precomposed form (カ+゛ -> ガ), return it, else 0. */
@@ -63,7 +65,7 @@ int cjk_skip_variation_selectors(const unsigned char *z, int n, int j);
 ** Writes at most nOut bytes; returns the length the result needs: never more
 ** than n when bVariants is 0, never more than CJK_FOLD_MAX(n) otherwise (a
 ** variant may fold to a 4-byte character from a 3-byte one). */
-int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants);
+CJK_API int cjk_fold_utf8(const char *zIn, int n, char *zOut, int nOut, int bVariants);
 #define CJK_FOLD_MAX(n) ((n) + (n) / 3 + 1)
 
 #endif /* CJK_CHARS_H */

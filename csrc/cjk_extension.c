@@ -20,16 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cjk_api.h"
 #include "cjk_aux.h"
 #include "cjk_host.h"
 #include "cjk_tokenizer.h"
 #include "cjk_version.h"
-
-#if defined(_WIN32)
-#define CJK_EXPORT __declspec(dllexport)
-#else
-#define CJK_EXPORT __attribute__((visibility("default")))
-#endif
 
 static void *apiSlot(const sqlite3_api_routines *pApi, int iSlot) {
   void *p;
@@ -91,7 +86,7 @@ static fts5_api *findFts5(const CjkHost *h, sqlite3 *db) {
   return pRet;
 }
 
-CJK_EXPORT int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
+CJK_API int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
                                        const sqlite3_api_routines *pApi) {
   CjkHost host;
   fts5_api *pFts5;

@@ -35,6 +35,7 @@
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H
 
+#include "cjk_api.h"
 #include "cjk_host.h"
 
 #define CJK_TOKENIZER_NAME "cjk_unicode61"
@@ -46,7 +47,7 @@
 ** are valid, else non-zero with a message in zErr (NUL-terminated, truncated
 ** to nErr bytes).  SQLite itself only says "error in tokenizer constructor",
 ** so Python calls this to say what is wrong. */
-int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
+CJK_API int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 
 /* Register cjk_unicode61 with pFts5: through xCreateTokenizer_v2 when
 ** fts5_api.iVersion >= 3 (the instances then reach unicode61 through

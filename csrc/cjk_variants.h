@@ -7,13 +7,15 @@
 #ifndef CJK_VARIANTS_H
 #define CJK_VARIANTS_H
 
+#include "cjk_api.h"
+
 /* The canonical (Simplified) form of cp: 發 髮 -> 发, 項 -> 项; every code point
 ** the table does not list maps to itself.  Idempotent. */
 unsigned cjk_fold_variant(unsigned cp);
 
 /* The table itself, for Python (spellings of a folded character) and tests:
 ** pair i is cjk_variant_pair(i, 0) -> cjk_variant_pair(i, 1), sorted by source. */
-int cjk_variant_count(void);
-unsigned cjk_variant_pair(int i, int bTo);
+CJK_API int cjk_variant_count(void);
+CJK_API unsigned cjk_variant_pair(int i, int bTo);
 
 #endif /* CJK_VARIANTS_H */

@@ -5,10 +5,11 @@
 #ifndef CJK_VERSION_H
 #define CJK_VERSION_H
 
+#include "cjk_api.h"
 #include "cjk_host.h"
 
 /* The version string the build compiled in (pyproject.toml's version). */
-const char *cjk_version(void);
+CJK_API const char *cjk_version(void);
 
 /* Register the eponymous virtual table cjk_version on db: one row, one column
 ** "version".  On failure sets *pzErrMsg (if pzErrMsg is not NULL) with the

@@ -1,9 +1,9 @@
 """cffi (API mode, out of line) definition of cjk_tokenizer._cjk_unicode61.
 
-The module carries the whole extension (so it loads into SQLite as well) and
-exposes to Python the one definition of CJK, width folding and the version.
-python/cjk_build.py generates its C wrapper from ``ffibuilder`` and compiles
-it with the sources and flags pyproject.toml gives the plain library.
+The module exposes to Python the one definition of CJK, width folding and the
+version.  python/cjk_build.py generates its C wrapper from ``ffibuilder`` and
+links it to the plain library, which exports every function CDEF declares
+(``CJK_API`` in csrc/cjk_api.h): the C code ships once.
 """
 import cffi
 

@@ -3,12 +3,19 @@
 They build two artifacts from the C sources pyproject.toml lists for
 ``cjk_tokenizer.libcjk_unicode61``:
 
-1. ``cjk_tokenizer/_cjk_unicode61.abi3.so`` — the cffi module (python/build_cffi.py).
-   Python imports it for the CJK classification, width folding and version,
-   and it is also a loadable SQLite extension (entry point
-   ``sqlite3_cjkunicode_init``).
-2. ``cjk_tokenizer/libcjk_unicode61.so`` — the same extension with no Python
-   symbols, for the ``sqlite3`` shell and any other host.
+1. ``cjk_tokenizer/libcjk_unicode61.so`` — the loadable SQLite extension (entry
+   point ``sqlite3_cjkunicode_init``) for every host: ``cjk_tokenizer.load()``,
+   the ``sqlite3`` shell, any other program.  It exports the entry point and
+   the helpers python/build_cffi.py declares (``CJK_API`` in csrc/cjk_api.h);
+   everything else is hidden.
+2. ``cjk_tokenizer/_cjk_unicode61.abi3.so`` — the cffi module
+   (python/build_cffi.py): only cffi's generated wrapper, linked to the plain
+   library (``DT_NEEDED libcjk_unicode61.so``, ``RUNPATH $ORIGIN``; on macOS
+   ``@rpath`` and ``@loader_path``), so the C code ships once.  Importing it
+   maps the plain library for the life of the process, which is what lets
+   ``load()`` hand SQLite that same file: a tokenizer object that outlives its
+   connection never runs unmapped code.  On Windows the module still compiles
+   the sources itself (``load()`` then loads the module's own file).
 
 Neither links libsqlite3: the extension reaches SQLite only through the
 routines the host passes to the entry point.  Both use only CPython's stable
@@ -28,6 +35,7 @@ from setuptools.command.build_ext import build_ext
 
 PLAIN_LIB = "cjk_tokenizer.libcjk_unicode61"
 CFFI_MODULE = "cjk_tokenizer._cjk_unicode61"
+PLAIN_LIB_LINK_NAME = "cjk_unicode61"  # -lcjk_unicode61
 LIMITED_API = "cp39"  # the oldest CPython the project supports (requires-python)
 
 
@@ -43,10 +51,12 @@ def compile_args():
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
     else:
-        # Optimise for size: the wheel ships the code twice (the plain library
-        # and the cffi module), and the tokenizer is a small share of FTS5's
-        # indexing time (bench/RESULTS.md).
-        args += ["-Os"]
+        # Optimise for size: -Os saves about 4 KB of the compressed wheel
+        # against -O2 and 10 KB against Python's -O3, at an index build speed
+        # the benchmark cannot tell from -O2's (the tokenizer is a small share
+        # of FTS5's indexing time, bench/RESULTS.md).  No unwind tables (about
+        # 1.5 KB): no C++ exception ever crosses this code.
+        args += ["-Os", "-fno-asynchronous-unwind-tables"]
     return args
 
 
@@ -55,6 +65,11 @@ def link_args():
         return ["-fsanitize=address,undefined"]
     # Python's own CFLAGS carry -g: strip what ships (debug info and the symbol table).
     return ["-s"] if sys.platform.startswith("linux") else []
+
+
+def links_plain_library():
+    """Whether the cffi module links to the plain library (else it compiles the sources itself)."""
+    return sys.platform != "win32"
 
 
 def limited_api_available():
@@ -95,14 +110,39 @@ class BuildExt(build_ext):
             ext.extra_compile_args = compile_args()
             ext.extra_link_args = link_args()
             ext.py_limited_api = limited_api_available()
+        # The cffi module links to the plain library: build that first, one at a time.
+        self.extensions.sort(key=lambda e: e.name != PLAIN_LIB)
+        self.parallel = None
+
+    def _link_to_plain_library(self, ext):
+        """Make ``ext`` (the cffi module) use the plain library's code instead of its own copy."""
+        ext.sources = []
+        ext.libraries = [PLAIN_LIB_LINK_NAME]
+        ext.library_dirs = [os.path.dirname(self.get_ext_fullpath(PLAIN_LIB))]
+        if sys.platform == "darwin":
+            ext.extra_link_args = [*ext.extra_link_args, "-Wl,-rpath,@loader_path"]
+        else:  # RUNPATH (not the older RPATH, which LD_LIBRARY_PATH cannot override)
+            ext.runtime_library_dirs = ["$ORIGIN"]
+            # The wrapper calls nothing in libc itself, so an --as-needed
+            # toolchain would leave libc.so.6 out of its DT_NEEDED: auditwheel
+            # reads an extension module's libc from there and refuses the wheel.
+            ext.extra_link_args = [*ext.extra_link_args, "-Wl,--enable-new-dtags", "-Wl,--no-as-needed"]
 
     def build_extension(self, ext):
+        if ext.name == PLAIN_LIB and links_plain_library():
+            # The name the cffi module records as its dependency.
+            name = _plain_lib_filename()
+            flag = f"-Wl,-install_name,@rpath/{name}" if sys.platform == "darwin" else f"-Wl,-soname,{name}"
+            if flag not in ext.extra_link_args:
+                ext.extra_link_args = [*ext.extra_link_args, flag]
         if ext.name == CFFI_MODULE:
             sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
             try:
                 from build_cffi import ffibuilder
             finally:
                 sys.path.pop(0)
+            if links_plain_library():
+                self._link_to_plain_library(ext)
             wrapper = ffibuilder.distutils_extension(tmpdir=self.build_temp, verbose=False).sources[0]
             if wrapper not in ext.sources:
                 ext.sources = [wrapper, *ext.sources]

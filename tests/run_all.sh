@@ -138,7 +138,7 @@ if have_stage release; then
   if grep -q libsqlite3 "$REL/show.txt"; then echo "run_all: the wheel links libsqlite3" >&2; exit 1; fi
   # The suite runs from a copy holding no package: tests/ plus the repo files some tests read.
   mkdir "$REL/tree"
-  git ls-files -z tests bench csrc README.md | xargs -0 cp --parents -t "$REL/tree"
+  git ls-files -z tests bench csrc python pyproject.toml README.md | xargs -0 cp --parents -t "$REL/tree"
   for HOST_PY in "$PY" /usr/bin/python3; do
     VENV=$(mktemp -d "$REL/venv.XXXXXX")
     "$HOST_PY" -m venv "$VENV"

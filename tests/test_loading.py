@@ -92,7 +92,7 @@ def test_load_twice_is_harmless():
 def test_failed_load_raises_extension_error_and_still_disables_loading(monkeypatch, tmp_path):
     bogus = tmp_path / "not_an_extension.so"
     bogus.write_bytes(b"this is not a shared library")
-    monkeypatch.setattr(cjk_tokenizer._native, "module_path", lambda: str(bogus))
+    monkeypatch.setattr(cjk_tokenizer.loader, "_extension_file", lambda: str(bogus))
     conn = apsw.Connection(":memory:")
     with pytest.raises(ExtensionError) as info:
         cjk_tokenizer.load(conn)
@@ -240,3 +240,43 @@ def test_sqlite3_shell_reports_bad_tokenizer_arguments(tmp_path):
                       "CREATE VIRTUAL TABLE t USING fts5(body, tokenize='cjk_unicode61 remove_diacritics 9');")
     assert proc.returncode != 0
     assert "error" in proc.stderr.lower()
+
+
+# ---- one copy of the code, mapped for the life of the process ----------------------
+
+_MAPPED_SCRIPT = r"""
+import apsw, cjk_tokenizer
+conn = cjk_tokenizer.load(apsw.Connection(":memory:"))
+conn.close()  # SQLite drops its handle on the library; the imported cffi module keeps it mapped
+print(sorted({line.split()[-1] for line in open("/proc/self/maps") if "cjk_unicode61" in line}))
+"""
+
+
+def test_load_maps_the_library_the_cffi_module_links_to_and_nothing_twice():
+    if sys.platform != "linux":
+        pytest.skip("reads /proc/self/maps")
+    proc = subprocess.run([sys.executable, "-c", _MAPPED_SCRIPT], capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    mapped = eval(proc.stdout.splitlines()[0])
+    assert mapped == sorted([os.path.realpath(cjk_tokenizer.loadable_path()),
+                             os.path.realpath(cjk_tokenizer._native.module_path())])
+
+
+def test_cffi_module_links_to_the_plain_library_instead_of_carrying_the_code():
+    if not shutil.which("readelf") or sys.platform != "linux":
+        pytest.skip("needs binutils readelf on Linux")
+    module = cjk_tokenizer._native.module_path()
+    dynamic = subprocess.run(["readelf", "--wide", "-d", module], capture_output=True, text=True).stdout
+    assert "[libcjk_unicode61.so]" in dynamic and "RUNPATH" in dynamic and "$ORIGIN" in dynamic
+    symbols = subprocess.run(["readelf", "--wide", "--dyn-syms", module], capture_output=True, text=True).stdout
+    defined = {f[7] for f in (line.split() for line in symbols.splitlines()) if len(f) >= 8 and f[6] != "UND"}
+    assert "sqlite3_cjkunicode_init" not in defined and "cjk_is_cjk" not in defined
+    plain = cjk_tokenizer.loadable_path()
+    symbols = subprocess.run(["readelf", "--wide", "--dyn-syms", plain], capture_output=True, text=True).stdout
+    exported = {f[7] for f in (line.split() for line in symbols.splitlines())
+                if len(f) >= 8 and f[6] != "UND" and f[4] == "GLOBAL"}
+    # The entry point and the helpers python/build_cffi.py declares; everything else is hidden.
+    assert exported == {"sqlite3_cjkunicode_init", "cjk_is_cjk", "cjk_fold_width", "cjk_fold_utf8",
+                        "cjk_variant_count", "cjk_variant_pair", "cjk_range_count", "cjk_range_bound",
+                        "cjk_check_args", "cjk_classify_utf32", "cjk_version"}

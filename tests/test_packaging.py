@@ -41,7 +41,11 @@ from cjk_tokenizer import _native
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.dirname(os.path.abspath(cjk_tokenizer.__file__))
 SOURCE_TREE = all(os.path.exists(os.path.join(ROOT, p)) for p in ("pyproject.toml", "cjk_tokenizer", "python"))
-MAX_WHEEL_BYTES = 150_000
+# A budget against growth, not the size goal: the wheel holds one copy of the
+# C code, and over 100 KB of it is the package's Python (importers, plugins,
+# the MCP server ship in the same wheel).  The README's Release section says
+# what takes the bytes.
+MAX_WHEEL_BYTES = 200_000
 
 
 def _skip_or_fail(reason):

@@ -18,6 +18,7 @@ import re
 
 import pytest
 
+import cjk_tokenizer
 from cjk_tokenizer import Archive, InputError, QueryError, TimeValueError
 from cjk_tokenizer.agent_tool import handle_session_search
 from cjk_tokenizer.cli import main
@@ -166,11 +167,14 @@ def test_range_edges():
 
 def test_no_second_time_parser_in_the_package():
     """The rule lives in timeutil.py alone: nothing else parses ISO text or converts datetimes."""
-    pkg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cjk_tokenizer")
+    pkg = os.path.dirname(os.path.abspath(cjk_tokenizer.__file__))  # the package under test, wherever it is
     pattern = re.compile(r"fromisoformat|\.timestamp\(\)|strptime")
     offenders = []
-    for name in sorted(os.listdir(pkg)):
-        if name.endswith(".py") and name != "timeutil.py":
-            with open(os.path.join(pkg, name), encoding="utf-8") as f:
-                offenders += [f"{name}:{n}" for n, line in enumerate(f, 1) if pattern.search(line)]
+    for folder, _, names in os.walk(pkg):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and path != os.path.join(pkg, "timeutil.py"):
+                with open(path, encoding="utf-8") as f:
+                    offenders += [f"{os.path.relpath(path, pkg)}:{n}" for n, line in enumerate(f, 1)
+                                  if pattern.search(line)]
     assert offenders == []

@@ -15,13 +15,15 @@ import warnings
 
 import pytest
 
+import cjk_tokenizer
 from cjk_tokenizer import Archive, QueryError, parse_query
 from cjk_tokenizer.agent_tool import DESCRIPTION, parameters_schema
 from cjk_tokenizer.demo import run_demo
 from cjk_tokenizer.session_search import HIT_CHARS, MARKS, session_search
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(ROOT, "cjk_tokenizer", "data", "sample_archive.jsonl")
+# the package under test's copy (the installed one when the tests run from outside the checkout)
+SAMPLE = os.path.join(os.path.dirname(os.path.abspath(cjk_tokenizer.__file__)), "data", "sample_archive.jsonl")
 
 
 def cli(*args):
