@@ -1,6 +1,6 @@
 """Index build time, index size and tokenizer throughput: cjk_unicode61 vs unicode61 vs trigram.
 
-The numbers issue 2 asks for, measured side by side in one process on one
+The index targets, measured side by side in one process on one
 generated corpus (bench/generate.py):
 
   * FTS5 index build time ('rebuild' of an external-content index over the
@@ -183,7 +183,7 @@ def tokenizer_throughput(conn, limit_bytes):
                 dt = time.perf_counter() - t0
                 best = dt if best is None else min(best, dt)
         finally:
-            tok = None  # release before the connection closes (see REFERENCE.md)
+            tok = None  # release before the connection closes (a tokenizer object must not outlive it)
         out[name] = {"bytes": total, "seconds": best, "tokens": ntok,
                      "MB_per_s": total / 1e6 / best, "Mtokens_per_s": ntok / 1e6 / best}
     return out
@@ -433,7 +433,7 @@ def fmt_report(cmd, info, summary, m):
     L.append("")
     L.append("All build times (s): " + "; ".join(f"{n} " + ", ".join(f"{t:.2f}" for t in builds[n]) for n in VARIANTS))
     L.append("")
-    L.append("Targets (issue 2):")
+    L.append("Targets:")
     r = cjk_b / u61
     L.append(f"- cjk build ≤ 1.25× unicode61's time: **{r:.2f}×** — {'met' if r <= 1.25 else 'MISSED'}")
     r = sizes["cjk"] / nbytes

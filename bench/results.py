@@ -11,10 +11,10 @@ import time
 
 # key -> heading, in file order.  Add new benchmarks here.
 SECTIONS = {
-    "index": "Index build time, index size and tokenizer throughput (issue 2)",
-    "queries": "Query latency by query class and route, vs LIKE (issue 5)",
-    "scaling": "Latency against archive size (issue 5)",
-    "ingest": "Ingest rate with all triggers on, peak memory (issue 5)",
+    "index": "Index build time, index size and tokenizer throughput",
+    "queries": "Query latency by query class and route, vs LIKE",
+    "scaling": "Latency against archive size",
+    "ingest": "Ingest rate with all triggers on, peak memory",
     "lean": "Default archive before and after: size, ingest, one character, bounded relevance",
     "variants": "Han variant folding: recall, precision and cost",
     "import": "Import rate per source format",

@@ -1,6 +1,6 @@
 """Differential tests: on text without CJK letters, cjk_unicode61 IS unicode61.
 
-The promise (csrc/cjk_tokenizer.h, issue 2): non-CJK text yields exactly the
+The promise (csrc/cjk_tokenizer.h): non-CJK text yields exactly the
 tokens, positions and byte offsets that the host's own unicode61 yields with the
 same arguments.  The one documented exception is the width folding of
 full-width ASCII (U+FF01..U+FF5E), so those code points are kept out of the

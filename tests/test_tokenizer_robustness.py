@@ -1,6 +1,6 @@
 """Robustness: any byte string, any size, any mode -- valid offsets, no crash, INSERT works.
 
-Policy (issue 2): offsets satisfy 0 <= start <= end <= nText and fall on the
+Policy: offsets satisfy 0 <= start <= end <= nText and fall on the
 character boundaries of the input as SQLite reads UTF-8; invalid bytes act as
 separators -- never a crash, never a dropped document, never a
 failed INSERT.  Bad tokenizer arguments fail table creation, and Python says
