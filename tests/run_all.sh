@@ -143,6 +143,7 @@ if have_stage release; then
     VENV=$(mktemp -d "$REL/venv.XXXXXX")
     "$HOST_PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$WHEEL[test,bench]"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps "hermes-agent>=0.19"
     FROM=$(cd "$REL/tree" && env -u PYTHONPATH "$VENV/bin/python" -c 'import cjk_tokenizer; print(cjk_tokenizer.__file__)')
     [[ $FROM == "$VENV"/* ]] || { echo "run_all: the tests would import $FROM, not the installed wheel" >&2; exit 1; }
     REQUIRE_STDLIB=$("$VENV/bin/python" -c 'import sqlite3; print("1" if hasattr(sqlite3.Connection, "enable_load_extension") else "")')
