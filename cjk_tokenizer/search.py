@@ -6,7 +6,7 @@ caller (the archive knows which are built and current).
 
 Sorting
 -------
-relevance   bm25 with column weights compile.BM25_WEIGHTS (content 10,
+relevance   bm25 with column weights compiler.BM25_WEIGHTS (content 10,
             reasoning 2, tool_name 3, tool_calls 3).  An fts plan asks FTS5
             for ``rank`` order (ties in FTS5's order); a combined plan breaks
             ties newest first.
@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import _native
-from .compile import BM25_WEIGHTS, predicate, table
+from .compiler import BM25_WEIGHTS, table
 from .errors import QueryError, TimeValueError
 from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
@@ -308,7 +308,8 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
             return ranked
         csql, cparams = _after_cursor(sort, last, f"{t}.rowid")
         return _fts_ids(conn, p, sort, csql, cparams, filters, aux, snippet_chars, limit, offset, scores)
-    where, wparams = predicate(p.node, p.forms)
+    cond = p.where()
+    where, wparams = cond.sql, cond.params
     head, join, sparams = "", "", ()
     if sort == "relevance" and p.score_match:
         st = table(p.score_route)

@@ -51,7 +51,6 @@ import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
 
-from cjk_tokenizer.compile import predicate
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.evaluate import evaluate, sql_term_match
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
@@ -90,7 +89,7 @@ def _fts_query(q, reasoning=None):
     """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
 
     The MATCH alone is the query's meaning unless a term needs a check of the
-    rows (a one-character CJK unit after another unit, compile.py); then it
+    rows (a one-character CJK unit after another unit, compiler.py); then it
     is a superset and ``cjk_fts_check`` completes it.  An empty query (the
     canned query's empty form) is ``""``, which matches nothing.  A function
     cannot give SQLite an error message from Python, so a query that cannot
@@ -205,9 +204,10 @@ def _where_from_plan(p) -> tuple[str, dict]:
     if p.kind == "fts":
         t = fts_table(p.fts_route)
         return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
-    sql, params = predicate(p.node, p.forms)
+    cond = p.where()
+    sql, params = cond.sql, cond.params
     pieces = sql.split("?")
-    if len(pieces) != len(params) + 1:  # compile.py writes '?' only as placeholders
+    if len(pieces) != len(params) + 1:  # compiler.py writes '?' only as placeholders
         raise RuntimeError(f"cannot name the parameters of {sql!r}: {len(params)} values")
     named = {f"cjk_p{i}": v for i, v in enumerate(params)}
     sql = pieces[0] + "".join(f":cjk_p{i}" + piece for i, piece in enumerate(pieces[1:]))
