@@ -73,14 +73,14 @@ for the rows an index can only narrow down).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import _native
-from .compiler import BM25_WEIGHTS, table
+from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, table
 from .errors import QueryError, TimeValueError
 from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
@@ -144,7 +144,18 @@ def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
 
 # ---- SQL functions ------------------------------------------------------------
 
-_registered = weakref.WeakKeyDictionary()  # connection -> {"aux": cjk_match usable}
+# Which connections have the functions: a connection answers that itself
+# through one more function of ours, ``cjk_search_functions()``, which returns
+# the number of its registration.  A table of connections could not hold
+# stdlib sqlite3's (they can be neither weakly referenced nor given
+# attributes), and one keyed by id() would take a new connection for a closed
+# one that had the same id.
+_MARK = "cjk_search_functions"
+_registrations = itertools.count(1)
+# registration -> {"aux": cjk_match usable}; bounded: a forgotten entry only
+# costs one more probe for cjk_match
+_states: dict = {}
+_MAX_STATES = 256
 _reg_lock = threading.Lock()
 
 
@@ -152,20 +163,30 @@ def _sql_fold(text, variants=0):
     return _native.fold(clean(text), bool(variants)) if isinstance(text, str) else ""
 
 
+def _register(conn, number: int) -> None:
+    functions = [(FOLD, 1, _sql_fold), (FOLD, 2, _sql_fold), (TERM_MATCH, -1, sql_term_match),
+                 (_MARK, 0, lambda: number)]
+    for name, nargs, fn in functions:
+        if hasattr(conn, "create_scalar_function"):  # APSW
+            conn.create_scalar_function(name, fn, nargs, deterministic=True)
+        else:  # stdlib sqlite3
+            conn.create_function(name, nargs, fn, deterministic=True)
+
+
 def ensure_functions(conn) -> dict:
-    """Register ``cjk_fold(text)`` and ``cjk_term_match(term, col...)`` once per connection."""
+    """Register ``cjk_fold(text[, 1])`` and ``cjk_term_match(term, col...)`` on ``conn``
+    once (APSW or stdlib sqlite3); returns that registration's state."""
     with _reg_lock:
-        state = _registered.get(conn)
+        try:
+            number = conn.execute(f"SELECT {_MARK}()").fetchone()[0]
+        except Exception:  # "no such function": not registered on this connection yet
+            number = next(_registrations)
+            _register(conn, number)
+        state = _states.get(number)
         if state is None:
-            if hasattr(conn, "create_scalar_function"):  # APSW
-                conn.create_scalar_function("cjk_fold", _sql_fold, 1, deterministic=True)
-                conn.create_scalar_function("cjk_fold", _sql_fold, 2, deterministic=True)
-                conn.create_scalar_function("cjk_term_match", sql_term_match, -1, deterministic=True)
-            else:  # stdlib sqlite3
-                conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
-                conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
-                conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
-            state = _registered[conn] = {"aux": False}
+            while len(_states) >= _MAX_STATES:
+                del _states[next(iter(_states))]
+            state = _states[number] = {"aux": False}
         return state
 
 

@@ -52,12 +52,12 @@ from datasette import hookimpl
 from datasette.filters import FilterArguments
 
 from cjk_tokenizer.errors import QueryError
-from cjk_tokenizer.evaluate import evaluate, sql_term_match
+from cjk_tokenizer.evaluate import evaluate
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
 from cjk_tokenizer.query import parse
 from cjk_tokenizer.router import plan as make_plan
 from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
-from cjk_tokenizer.search import _sql_fold, searched_columns
+from cjk_tokenizer.search import ensure_functions, searched_columns
 
 TOOL = "Datasette"
 SNIPPET_CHARS = 200
@@ -162,10 +162,7 @@ def startup(datasette):
 def prepare_connection(conn, database, datasette):
     if not load_or_say(conn, TOOL):
         return
-    # the functions the routes' SQL calls where an index only narrows rows down (search.py)
-    conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
-    conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
-    conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
+    ensure_functions(conn)  # the functions the routes' SQL calls where an index only narrows rows down
     conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
     conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)
     conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), _fts_check, deterministic=True)
