@@ -137,6 +137,17 @@ class Hits(list):
     ranked_among: int | None = None
 
 
+def plan_query(query: str, live_indexes: Iterable[str], *, columns: Iterable[str], route: str | None = None,
+               cjk_unigrams: bool = False, fold_variants: bool = False) -> Plan:
+    """How ``query`` runs on an archive with these settings: every entry point plans here.
+
+    ``fold_variants`` and ``cjk_unigrams`` are the archive's (schema.fold_variants,
+    schema.cjk_unigrams): a plan made without them misses matches (variants) or
+    is slower (unigrams) on such an archive."""
+    return make_plan(parse(query, fold_variants=fold_variants), live_indexes, columns=columns, route=route,
+                     cjk_unigrams=cjk_unigrams)
+
+
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
     wanted = set(DEFAULT_COLUMNS) | ({"reasoning"} if include_reasoning else set())
     return tuple(c for c in FTS_COLUMNS if c in wanted)
@@ -476,9 +487,9 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     sort, offset, last = paging(sort, offset, cursor)
     relevance_bound = _check_bound(relevance_bound)
     filters = _filters(roles, session_id, after, before)
-    node = parse(query, fold_variants=fold_variants)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
-                  cjk_unigrams=cjk_unigrams)
+    p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                   cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
+    node = p.node
     state = ensure_functions(conn)
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
@@ -513,9 +524,9 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
             fold_variants: bool = False) -> dict:
     """Which route(s) would serve ``query`` and why (no database needed)."""
     relevance_bound = _check_bound(relevance_bound)
-    node = parse(query, fold_variants=fold_variants)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
-                  cjk_unigrams=cjk_unigrams)
+    p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                   cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
+    node = p.node
     out = p.explain()
     if "cjk" in p.live:
         out["cjk_unigrams"] = bool(cjk_unigrams)  # one character: "X" (a unigram each) or "X"* (prefix)

@@ -46,6 +46,7 @@ import contextvars
 import functools
 import json
 import re
+from dataclasses import dataclass
 
 import markupsafe
 from datasette import hookimpl
@@ -54,10 +55,8 @@ from datasette.filters import FilterArguments
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.evaluate import evaluate
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
-from cjk_tokenizer.query import parse
-from cjk_tokenizer.router import plan as make_plan
-from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
-from cjk_tokenizer.search import ensure_functions, searched_columns
+from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, cjk_unigrams, fold_variants, fts_table
+from cjk_tokenizer.search import ensure_functions, plan_query, searched_columns
 
 TOOL = "Datasette"
 SNIPPET_CHARS = 200
@@ -81,11 +80,11 @@ def _is_truthy(value) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _cjk_plan(q: str, reasoning: bool):
-    return make_plan(parse(q), {"cjk"}, columns=searched_columns(reasoning), route="cjk")
+def _cjk_plan(q: str, reasoning: bool, folds: bool):
+    return plan_query(q, {"cjk"}, columns=searched_columns(reasoning), route="cjk", fold_variants=folds)
 
 
-def _fts_query(q, reasoning=None):
+def _fts_query(q, reasoning=None, *, folds=False):
     """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
 
     The MATCH alone is the query's meaning unless a term needs a check of the
@@ -99,7 +98,7 @@ def _fts_query(q, reasoning=None):
     if q is None or not str(q).strip():
         return '""'
     try:
-        p = _cjk_plan(str(q), _is_truthy(reasoning))
+        p = _cjk_plan(str(q), _is_truthy(reasoning), folds)
         match = p.match or p.score_match
         if match is None:
             raise QueryError(f"{q!r} excludes terms only; search them in the messages table (?_search=...)")
@@ -109,23 +108,23 @@ def _fts_query(q, reasoning=None):
     return match
 
 
-def _fts_exact(q, reasoning):
+def _fts_exact(q, reasoning, *, folds=False):
     """SQL ``cjk_fts_exact(q, reasoning)``: 1 when ``cjk_fts_query`` alone is the meaning."""
     if q is None or not str(q).strip():
         return 1
     try:
-        return int(_cjk_plan(str(q), _is_truthy(reasoning)).match is not None)
+        return int(_cjk_plan(str(q), _is_truthy(reasoning), folds).match is not None)
     except QueryError:
         return 1  # cjk_fts_query has made the MATCH fail with the reason
 
 
-def _fts_check(q, reasoning, *texts):
+def _fts_check(q, reasoning, *texts, folds=False):
     """SQL ``cjk_fts_check(q, reasoning, content, reasoning, tool_name, tool_calls)``: does the row match?
 
     Called only where ``cjk_fts_exact`` is 0 (SQLite evaluates the OR's left
     side, a constant, first), so pure queries never read the rows' text.
     """
-    p = _cjk_plan(str(q), _is_truthy(reasoning))
+    p = _cjk_plan(str(q), _is_truthy(reasoning), folds)
     cols = dict(zip(FTS_COLUMNS, texts))
     return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
 
@@ -163,13 +162,15 @@ def prepare_connection(conn, database, datasette):
     if not load_or_say(conn, TOOL):
         return
     ensure_functions(conn)  # the functions the routes' SQL calls where an index only narrows rows down
-    conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
-    conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)
-    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), _fts_check, deterministic=True)
     try:
         rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%fts5%'").fetchall()
+        folds = fold_variants(conn)  # an archive's terms fold as its index does (search.plan_query)
     except Exception:  # not a database we can read; Datasette reports that itself
-        return
+        rows, folds = [], False
+    conn.create_function("cjk_fts_query", 2, functools.partial(_fts_query, folds=folds), deterministic=True)
+    conn.create_function("cjk_fts_exact", 2, functools.partial(_fts_exact, folds=folds), deterministic=True)
+    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), functools.partial(_fts_check, folds=folds),
+                         deterministic=True)
     if any(uses_cjk_tokenizer(r[0]) for r in rows):
         conn.create_function("escape_fts", 1, escape_fts, deterministic=True)
 
@@ -177,8 +178,17 @@ def prepare_connection(conn, database, datasette):
 # ---- archives -------------------------------------------------------------------
 
 
-async def _live_routes(datasette, database) -> frozenset | None:
-    """The archive's live FTS routes, or None when ``database`` is not an archive."""
+@dataclass(frozen=True)
+class _Archive:
+    """What planning a search on an archive needs from it (search.plan_query)."""
+
+    live: frozenset  # its live FTS routes this host can use
+    fold_variants: bool
+    cjk_unigrams: bool
+
+
+async def _archive(datasette, database) -> _Archive | None:
+    """The archive's settings and live FTS routes, or None when ``database`` is not an archive."""
     db = datasette.get_database(database)
     try:
         names = set(await db.table_names())
@@ -193,7 +203,8 @@ async def _live_routes(datasette, database) -> frozenset | None:
             await db.execute(f"SELECT rowid FROM {fts_table('cjk')} WHERE {fts_table('cjk')} MATCH 'x' LIMIT 0")
         except Exception:
             live.discard("cjk")
-    return frozenset(live)
+    folds, unigrams = await db.execute_fn(lambda conn: (fold_variants(conn), cjk_unigrams(conn)))
+    return _Archive(frozenset(live), folds, unigrams)
 
 
 def _where_from_plan(p) -> tuple[str, dict]:
@@ -241,8 +252,8 @@ def filters_from_request(request, database, table, datasette):
         return None
 
     async def inner():
-        live = await _live_routes(datasette, database)
-        if live is None:
+        archive = await _archive(datasette, database)
+        if archive is None:
             return None
         asked = _search_request(request)
         context = {"supports_search": True}
@@ -251,11 +262,12 @@ def filters_from_request(request, database, table, datasette):
         q, cols, where = asked
         context["search"] = q
         try:
-            p = make_plan(parse(q), live, columns=cols)
+            p = plan_query(q, archive.live, columns=cols, cjk_unigrams=archive.cjk_unigrams,
+                           fold_variants=archive.fold_variants)
         except QueryError as exc:  # shown to the user; the query matches nothing
             return FilterArguments(["0"], human_descriptions=[f'search "{q}": {exc}'], extra_context=context)
         clause, params = _where_from_plan(p)
-        if "cjk" in live:
+        if "cjk" in archive.live:
             match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
             if match:
                 _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
@@ -368,8 +380,8 @@ ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score"""
 @hookimpl
 def canned_queries(datasette, database, actor):
     async def inner():
-        live = await _live_routes(datasette, database)
-        if not live or "cjk" not in live:
+        archive = await _archive(datasette, database)
+        if not archive or "cjk" not in archive.live:
             return {}
         return {
             CANNED: {
