@@ -60,6 +60,7 @@ on every MATCH and the same column list for ``instr``/``cjk_term_match``.
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 from . import spellings
@@ -216,6 +217,47 @@ def checked(narrow: list[Fragment], check: Fragment) -> Fragment:
         sql, params = f"(CASE WHEN {cond.sql} THEN {sql} ELSE 0 END)", cond.params + params
         uses |= cond.functions
     return Fragment(sql, params, frozenset(uses))
+
+
+# ---- parameters --------------------------------------------------------------
+# The SQL written here and in search.py holds '?' only as placeholders (values
+# always travel as parameters), so a statement's text splits at them.
+
+
+def _pieces(sql: str, params: tuple) -> list[str]:
+    pieces = sql.split("?")
+    if len(pieces) != len(params) + 1:
+        raise RuntimeError(f"{len(pieces) - 1} placeholders but {len(params)} values in {sql[:200]!r}")
+    return pieces
+
+
+def name_params(sql: str, params: tuple, prefix: str) -> tuple[str, dict]:
+    """``sql`` with ``:<prefix><i>`` for its i-th placeholder, and those names' values
+    (for hosts that take named parameters only)."""
+    pieces = _pieces(sql, params)
+    named = {f"{prefix}{i}": v for i, v in enumerate(params)}
+    return pieces[0] + "".join(f":{prefix}{i}" + piece for i, piece in enumerate(pieces[1:])), named
+
+
+def sql_literal(value) -> str:
+    """``value`` as an SQLite literal of the same type and value."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (bool, int)):
+        return str(int(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NULL"  # what SQLite stores for a NaN parameter
+        return repr(value) if math.isfinite(value) else ("9e999" if value > 0 else "-9e999")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "X'" + bytes(value).hex() + "'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def inline_params(sql: str, params: tuple) -> str:
+    """``sql`` with its parameters written in as literals: one statement to paste into the sqlite3 shell."""
+    pieces = _pieces(sql, params)
+    return pieces[0] + "".join(sql_literal(v) + piece for v, piece in zip(params, pieces[1:]))
 
 
 def _trigram_lookup(text: str, variants: bool = False) -> str | None:
@@ -387,5 +429,5 @@ def compile_term(route: str, term: Term, columns, *, trigram: bool = False, word
 
 __all__ = [
     "BM25_WEIGHTS", "FTS_ROUTES", "ROUTES", "TRIGRAM_MIN", "TRIGRAM_SPELLINGS", "Cost", "Fragment", "TermSql",
-    "checked", "column_filter", "compile_term", "table",
+    "checked", "column_filter", "compile_term", "inline_params", "name_params", "sql_literal", "table",
 ]

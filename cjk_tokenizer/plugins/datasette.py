@@ -52,6 +52,7 @@ import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
 
+from cjk_tokenizer.compiler import name_params
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.evaluate import evaluate
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
@@ -213,12 +214,7 @@ def _where_from_plan(p) -> tuple[str, dict]:
         t = fts_table(p.fts_route)
         return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
     cond = p.where()
-    sql, params = cond.sql, cond.params
-    pieces = sql.split("?")
-    if len(pieces) != len(params) + 1:  # compiler.py writes '?' only as placeholders
-        raise RuntimeError(f"cannot name the parameters of {sql!r}: {len(params)} values")
-    named = {f"cjk_p{i}": v for i, v in enumerate(params)}
-    sql = pieces[0] + "".join(f":cjk_p{i}" + piece for i, piece in enumerate(pieces[1:]))
+    sql, named = name_params(cond.sql, cond.params, "cjk_p")
     return f"id IN (SELECT m.id FROM {MESSAGES} AS m WHERE {sql})", named
 
 
