@@ -2,10 +2,12 @@
 
 Every term of the parsed query (query.py) gets a route; the compilers
 (compiler.py) turn it into SQL, and the plan puts the terms' SQL together
-into the whole query (``fts_expression``, ``Plan.where``, ``score_expression``).  If all terms land on one index and each is a
-plain MATCH there, the query runs as one FTS5 MATCH ranked by bm25 ("fts"
-plan).  Otherwise it runs as one boolean expression over ``messages`` whose
-terms are ``id IN (MATCH ...)`` subqueries, ``instr()`` scans and Python checks
+into the whole query (``fts_expression``, ``Plan.where``,
+``score_expression``), reading what each term's SQL is and costs from its
+typed fields.  If all terms land on one index and each is a plain MATCH
+there, the query runs as one FTS5 MATCH ranked by bm25 ("fts" plan).
+Otherwise it runs as one boolean expression over ``messages`` whose terms are
+``id IN (MATCH ...)`` subqueries, ``instr()`` scans and Python checks
 ("combined" plan) — same meaning, as each term's SQL is exact on its own.
 
 Routing table

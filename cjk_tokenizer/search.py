@@ -65,11 +65,13 @@ oldest, or a scan-only plan.
 
 SQL functions
 -------------
-``run_search`` registers on the connection, once: ``cjk_fold(text)`` and
-``cjk_fold(text, 1)`` (the C folding without / with Han variants, for scans:
-without the extension SQLite has no such function)
+``run_search`` registers on the connection (APSW or stdlib sqlite3), once:
+``cjk_fold(text)`` and ``cjk_fold(text, 1)`` (the C folding without / with
+Han variants, for scans: without the extension SQLite has no such function)
 and ``cjk_term_match(term_key, col, ...)`` (evaluate.py's check of one term,
-for the rows an index can only narrow down).
+for the rows an index can only narrow down); ``ensure_functions(conn)`` does
+it for other callers.  ``cjk_search_functions()`` marks a connection that has
+them.
 
 Explained SQL
 -------------
