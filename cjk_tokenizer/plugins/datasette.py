@@ -80,12 +80,19 @@ def _is_truthy(value) -> bool:
     return str(value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _settings(conn) -> tuple[bool, bool]:
+    """An archive's (fold_variants, cjk_unigrams): what its searches are planned with (search.plan_query)."""
+    return fold_variants(conn), cjk_unigrams(conn)
+
+
 @functools.lru_cache(maxsize=64)
-def _cjk_plan(q: str, reasoning: bool, folds: bool):
-    return plan_query(q, {"cjk"}, columns=searched_columns(reasoning), route="cjk", fold_variants=folds)
+def _cjk_plan(q: str, reasoning: bool, settings: tuple[bool, bool]):
+    folds, unigrams = settings
+    return plan_query(q, {"cjk"}, columns=searched_columns(reasoning), route="cjk", fold_variants=folds,
+                      cjk_unigrams=unigrams)
 
 
-def _fts_query(q, reasoning=None, *, folds=False):
+def _fts_query(q, reasoning=None, *, settings=(False, False)):
     """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
 
     The MATCH alone is the query's meaning unless a term needs a check of the
@@ -99,7 +106,7 @@ def _fts_query(q, reasoning=None, *, folds=False):
     if q is None or not str(q).strip():
         return '""'
     try:
-        p = _cjk_plan(str(q), _is_truthy(reasoning), folds)
+        p = _cjk_plan(str(q), _is_truthy(reasoning), settings)
         match = p.match or p.score_match
         if match is None:
             raise QueryError(f"{q!r} excludes terms only; search them in the messages table (?_search=...)")
@@ -109,23 +116,23 @@ def _fts_query(q, reasoning=None, *, folds=False):
     return match
 
 
-def _fts_exact(q, reasoning, *, folds=False):
+def _fts_exact(q, reasoning, *, settings=(False, False)):
     """SQL ``cjk_fts_exact(q, reasoning)``: 1 when ``cjk_fts_query`` alone is the meaning."""
     if q is None or not str(q).strip():
         return 1
     try:
-        return int(_cjk_plan(str(q), _is_truthy(reasoning), folds).match is not None)
+        return int(_cjk_plan(str(q), _is_truthy(reasoning), settings).match is not None)
     except QueryError:
         return 1  # cjk_fts_query has made the MATCH fail with the reason
 
 
-def _fts_check(q, reasoning, *texts, folds=False):
+def _fts_check(q, reasoning, *texts, settings=(False, False)):
     """SQL ``cjk_fts_check(q, reasoning, content, reasoning, tool_name, tool_calls)``: does the row match?
 
     Called only where ``cjk_fts_exact`` is 0 (SQLite evaluates the OR's left
     side, a constant, first), so pure queries never read the rows' text.
     """
-    p = _cjk_plan(str(q), _is_truthy(reasoning), folds)
+    p = _cjk_plan(str(q), _is_truthy(reasoning), settings)
     cols = dict(zip(FTS_COLUMNS, texts))
     return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
 
@@ -165,12 +172,12 @@ def prepare_connection(conn, database, datasette):
     ensure_functions(conn)  # the functions the routes' SQL calls where an index only narrows rows down
     try:
         rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%fts5%'").fetchall()
-        folds = fold_variants(conn)  # an archive's terms fold as its index does (search.plan_query)
+        settings = _settings(conn)  # an archive's terms fold as its index does
     except Exception:  # not a database we can read; Datasette reports that itself
-        rows, folds = [], False
-    conn.create_function("cjk_fts_query", 2, functools.partial(_fts_query, folds=folds), deterministic=True)
-    conn.create_function("cjk_fts_exact", 2, functools.partial(_fts_exact, folds=folds), deterministic=True)
-    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), functools.partial(_fts_check, folds=folds),
+        rows, settings = [], (False, False)
+    conn.create_function("cjk_fts_query", 2, functools.partial(_fts_query, settings=settings), deterministic=True)
+    conn.create_function("cjk_fts_exact", 2, functools.partial(_fts_exact, settings=settings), deterministic=True)
+    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), functools.partial(_fts_check, settings=settings),
                          deterministic=True)
     if any(uses_cjk_tokenizer(r[0]) for r in rows):
         conn.create_function("escape_fts", 1, escape_fts, deterministic=True)
@@ -204,7 +211,7 @@ async def _archive(datasette, database) -> _Archive | None:
             await db.execute(f"SELECT rowid FROM {fts_table('cjk')} WHERE {fts_table('cjk')} MATCH 'x' LIMIT 0")
         except Exception:
             live.discard("cjk")
-    folds, unigrams = await db.execute_fn(lambda conn: (fold_variants(conn), cjk_unigrams(conn)))
+    folds, unigrams = await db.execute_fn(_settings)
     return _Archive(frozenset(live), folds, unigrams)
 
 
