@@ -692,12 +692,16 @@ class Archive:
                               cursor=cursor, fold_variants=self.fold_variants, **options)
 
     def explain(self, query: str, **options: Any) -> dict:
-        """Which route(s) would serve ``query`` on this archive now, and why."""
+        """Which route(s) would serve ``query`` on this archive now, and why.
+
+        ``sql=True`` adds the statements a ``search`` with the same arguments
+        would run now, with their parameters (see search.explain).
+        """
         from .search import explain
 
         with self._lock:
             return explain(query, self.live_indexes(), cjk_unigrams=cjk_unigrams(self._conn),
-                           fold_variants=self.fold_variants, **options)
+                           fold_variants=self.fold_variants, conn=self._conn, **options)
 
     def session_search(self, query: str | None = None, session_id: str | None = None,
                        around_message_id: int | None = None, window: int | None = None, limit: int | None = None,

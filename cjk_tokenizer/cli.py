@@ -88,7 +88,15 @@ def _cmd_search(args) -> int:
 
 def _cmd_explain(args) -> int:
     with _read_archive(args.db) as ar:
-        print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
+        if not args.sql:
+            print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
+            return 0
+        out = ar.explain(args.query, include_reasoning=args.reasoning, sql=True)
+    if out["sql_functions"]:  # a comment, so the whole output still pastes into the shell
+        print(f"-- needs the Python functions {', '.join(out['sql_functions'])}: run it from Python "
+              "(search.ensure_functions), not in the sqlite3 shell")
+    for st in out["sql"]:
+        print(st["literal"] + ";")
     return 0
 
 
@@ -278,6 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("db")
     p.add_argument("query")
     p.add_argument("--reasoning", action="store_true")
+    p.add_argument("--sql", action="store_true",
+                   help="print the SQL a search runs (first page, by relevance), parameters written in, "
+                        "ready for the sqlite3 shell (.load the extension first)")
     p.set_defaults(func=_cmd_explain)
 
     p = sub.add_parser("import", help="import agent histories (files, folders, - for stdin) into DB (created if missing)")

@@ -1,6 +1,6 @@
 """The query language: one parser, one AST, for every route.
 
-Any string is a query.  It is read once, here; the compilers (compile.py) and
+Any string is a query.  It is read once, here; the compilers (compiler.py) and
 the router (router.py) only ever see the AST.
 
 Syntax

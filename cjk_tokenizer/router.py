@@ -1,10 +1,13 @@
 """Which route answers a query, and why.
 
 Every term of the parsed query (query.py) gets a route; the compilers
-(compile.py) turn it into SQL.  If all terms land on one index and each is a
-plain MATCH there, the query runs as one FTS5 MATCH ranked by bm25 ("fts"
-plan).  Otherwise it runs as one boolean expression over ``messages`` whose
-terms are ``id IN (MATCH ...)`` subqueries, ``instr()`` scans and Python checks
+(compiler.py) turn it into SQL, and the plan puts the terms' SQL together
+into the whole query (``fts_expression``, ``Plan.where``,
+``score_expression``), reading what each term's SQL is and costs from its
+typed fields.  If all terms land on one index and each is a plain MATCH
+there, the query runs as one FTS5 MATCH ranked by bm25 ("fts" plan).
+Otherwise it runs as one boolean expression over ``messages`` whose terms are
+``id IN (MATCH ...)`` subqueries, ``instr()`` scans and Python checks
 ("combined" plan) — same meaning, as each term's SQL is exact on its own.
 
 Routing table
@@ -47,20 +50,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compile import (
+from .compiler import (
     BM25_WEIGHTS,
-    TRIGRAM_SPELLINGS,
     FTS_ROUTES,
     ROUTES,
     TRIGRAM_MIN,
+    TRIGRAM_SPELLINGS,
+    Cost,
+    Fragment,
     TermSql,
+    checked,
+    column_filter,
     compile_term,
-    fts_expression,
-    score_expression,
     table,
 )
 from .errors import QueryError
-from .query import Term, has_positive, negative_terms, positive_terms, terms
+from .query import And, Not, Or, Term, has_positive, negative_terms, positive_terms, terms
 
 
 @dataclass
@@ -89,6 +94,17 @@ class Plan:
     @property
     def exact(self) -> bool:
         return all(f.exact for f in self.forms.values())
+
+    @property
+    def functions(self) -> frozenset:
+        """The Python SQL functions the plan's SQL calls (none for an fts plan)."""
+        if self.kind == "fts":
+            return frozenset()
+        return frozenset().union(*(f.functions for f in self.forms.values()))
+
+    def where(self) -> Fragment:
+        """The whole query as one boolean SQL expression over messages m (see ``predicate``)."""
+        return predicate(self.node, self.forms)
 
     def explain(self) -> dict:
         out = {
@@ -180,6 +196,84 @@ def check_live(live_indexes) -> frozenset:
     if unknown:
         raise ValueError(f"unknown index(es) {sorted(unknown)}; live_indexes is a subset of {list(FTS_ROUTES)}")
     return live
+
+
+# ---- whole queries ----------------------------------------------------------
+
+
+def fts_expression(node, forms: dict, columns) -> str | None:
+    """One FTS5 MATCH for the whole query, or None if FTS5 cannot say it.
+
+    Needs every term pure (``forms[term].match``) and every negation inside an
+    AND that also has a positive part (FTS5's NOT is binary).
+    """
+
+    def build(n):
+        if isinstance(n, Term):
+            return forms[n].match
+        if isinstance(n, Not):
+            return None
+        if isinstance(n, Or):
+            parts = [build(c) for c in n.children]
+            return None if None in parts else "(" + " OR ".join(parts) + ")"
+        assert isinstance(n, And)
+        pos = [build(c) for c in n.children if not isinstance(c, Not)]
+        neg = [build(c.child) for c in n.children if isinstance(c, Not)]
+        if not pos or None in pos or None in neg:
+            return None
+        expr = "(" + " AND ".join(pos) + ")"
+        if neg:  # one binary NOT of the OR of the exclusions: nesting stays flat
+            expr = f"({expr} NOT (" + " OR ".join(neg) + "))"
+        return expr
+
+    if not all(f.pure for f in forms.values()):
+        return None
+    body = build(node)
+    return None if body is None else f"{column_filter(columns)} : ({body})"
+
+
+def _cost(node, forms: dict) -> Cost:
+    return max(forms[t].cost for t in terms(node))
+
+
+def predicate(node, forms: dict) -> Fragment:
+    """The whole query as one boolean SQL expression over messages m.
+
+    In an AND, the parts that only use indexes come first, as plain AND terms
+    the planner can drive the scan from; the parts with per-row checks follow,
+    positive before negated and cheaper before dearer (Cost), each evaluated
+    only on rows everything before it let through.
+    """
+    if isinstance(node, Term):
+        return forms[node].fragment
+    if isinstance(node, Not):
+        inner = predicate(node.child, forms)
+        return Fragment(f"(NOT {inner.sql})", inner.params, inner.functions, inner.lookup)
+    parts = [(isinstance(c, Not), _cost(c, forms), predicate(c, forms)) for c in node.children]
+    uses = frozenset().union(*(p.functions for _, _, p in parts))
+    if isinstance(node, Or):
+        return Fragment("(" + " OR ".join(p.sql for _, _, p in parts) + ")",
+                        tuple(x for _, _, p in parts for x in p.params), uses, all(p.lookup for _, _, p in parts))
+    ordered = sorted(parts, key=lambda x: (x[0], x[1]))
+    fast = [p for _, cost, p in ordered if cost == Cost.INDEX]
+    slow = [p for _, cost, p in ordered if cost != Cost.INDEX]
+    pieces = list(fast)
+    if slow:
+        pieces.append(checked(fast + slow[:-1], slow[-1]))
+    return Fragment("(" + " AND ".join(p.sql for p in pieces) + ")", tuple(x for p in pieces for x in p.params),
+                    uses, not slow)
+
+
+def score_expression(node, forms: dict, route: str, columns) -> str | None:
+    """MATCH for ranking a combined query: its positive terms on ``route``."""
+    exprs = []
+    for t in positive_terms(node):
+        f = forms[t]
+        if f.route == route and f.rank_match and f.rank_match not in exprs:
+            exprs.append(f.rank_match)
+    if not exprs:
+        return None
+    return f"{column_filter(columns)} : (" + " OR ".join(exprs) + ")"
 
 
 def plan(node, live_indexes, *, columns, route: str | None = None, cjk_unigrams: bool = False) -> Plan:

@@ -6,7 +6,7 @@ caller (the archive knows which are built and current).
 
 Sorting
 -------
-relevance   bm25 with column weights compile.BM25_WEIGHTS (content 10,
+relevance   bm25 with column weights compiler.BM25_WEIGHTS (content 10,
             reasoning 2, tool_name 3, tool_calls 3).  An fts plan asks FTS5
             for ``rank`` order (ties in FTS5's order); a combined plan breaks
             ties newest first.
@@ -65,22 +65,46 @@ oldest, or a scan-only plan.
 
 SQL functions
 -------------
-``run_search`` registers on the connection, once: ``cjk_fold(text)`` and
-``cjk_fold(text, 1)`` (the C folding without / with Han variants, for scans:
-without the extension SQLite has no such function)
+``run_search`` registers on the connection (APSW or stdlib sqlite3), once:
+``cjk_fold(text)`` and ``cjk_fold(text, 1)`` (the C folding without / with
+Han variants, for scans: without the extension SQLite has no such function)
 and ``cjk_term_match(term_key, col, ...)`` (evaluate.py's check of one term,
-for the rows an index can only narrow down).
+for the rows an index can only narrow down); ``ensure_functions(conn)`` does
+it for other callers.  ``cjk_search_functions()`` marks a connection that has
+them.
+
+Explained SQL
+-------------
+``explain(..., sql=True)`` (``Archive.explain(query, sql=True, **search
+arguments)``) prepares the search as ``run_search`` would, on the archive as
+it is now, and adds:
+
+sql            the statements that find the hits, in the order they run:
+               each ``{"sql", "params", "literal"}``, ``literal`` being the
+               statement with its parameters written in (paste it into the
+               sqlite3 shell).  Their rows, concatenated, are the hits in
+               order: ``(message id, cjk_match JSON or NULL, bm25 or NULL)``.
+               Usually one statement; a relevance page that straddles
+               ``rank_floor`` takes two.  Snippets, titles and the other hit
+               fields are then read by id.
+sql_functions  the Python functions those statements call (above): present
+               on connections ``run_search`` has used, or after
+               ``ensure_functions(conn)``; the sqlite3 shell has none of them,
+               so only statements that need none run there (with ``.load``
+               of the extension when they use the cjk index).
+rank_floor     when relevance is bounded: the id the ranked matches are above
+               (found by one more query just before).
 """
 from __future__ import annotations
 
+import itertools
 import json
 import threading
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from . import _native
-from .compile import BM25_WEIGHTS, predicate, table
+from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .errors import QueryError, TimeValueError
 from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
@@ -137,6 +161,17 @@ class Hits(list):
     ranked_among: int | None = None
 
 
+def plan_query(query: str, live_indexes: Iterable[str], *, columns: Iterable[str], route: str | None = None,
+               cjk_unigrams: bool = False, fold_variants: bool = False) -> Plan:
+    """How ``query`` runs on an archive with these settings: every entry point plans here.
+
+    ``fold_variants`` and ``cjk_unigrams`` are the archive's (schema.fold_variants,
+    schema.cjk_unigrams): a plan made without them misses matches (variants) or
+    is slower (unigrams) on such an archive."""
+    return make_plan(parse(query, fold_variants=fold_variants), live_indexes, columns=columns, route=route,
+                     cjk_unigrams=cjk_unigrams)
+
+
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
     wanted = set(DEFAULT_COLUMNS) | ({"reasoning"} if include_reasoning else set())
     return tuple(c for c in FTS_COLUMNS if c in wanted)
@@ -144,7 +179,18 @@ def searched_columns(include_reasoning: bool) -> tuple[str, ...]:
 
 # ---- SQL functions ------------------------------------------------------------
 
-_registered = weakref.WeakKeyDictionary()  # connection -> {"aux": cjk_match usable}
+# Which connections have the functions: a connection answers that itself
+# through one more function of ours, ``cjk_search_functions()``, which returns
+# the number of its registration.  A table of connections could not hold
+# stdlib sqlite3's (they can be neither weakly referenced nor given
+# attributes), and one keyed by id() would take a new connection for a closed
+# one that had the same id.
+_MARK = "cjk_search_functions"
+_registrations = itertools.count(1)
+# registration -> {"aux": cjk_match usable}; bounded: a forgotten entry only
+# costs one more probe for cjk_match
+_states: dict = {}
+_MAX_STATES = 256
 _reg_lock = threading.Lock()
 
 
@@ -152,20 +198,30 @@ def _sql_fold(text, variants=0):
     return _native.fold(clean(text), bool(variants)) if isinstance(text, str) else ""
 
 
+def _register(conn, number: int) -> None:
+    functions = [(FOLD, 1, _sql_fold), (FOLD, 2, _sql_fold), (TERM_MATCH, -1, sql_term_match),
+                 (_MARK, 0, lambda: number)]
+    for name, nargs, fn in functions:
+        if hasattr(conn, "create_scalar_function"):  # APSW
+            conn.create_scalar_function(name, fn, nargs, deterministic=True)
+        else:  # stdlib sqlite3
+            conn.create_function(name, nargs, fn, deterministic=True)
+
+
 def ensure_functions(conn) -> dict:
-    """Register ``cjk_fold(text)`` and ``cjk_term_match(term, col...)`` once per connection."""
+    """Register ``cjk_fold(text[, 1])`` and ``cjk_term_match(term, col...)`` on ``conn``
+    once (APSW or stdlib sqlite3); returns that registration's state."""
     with _reg_lock:
-        state = _registered.get(conn)
+        try:
+            number = conn.execute(f"SELECT {_MARK}()").fetchone()[0]
+        except Exception:  # "no such function": not registered on this connection yet
+            number = next(_registrations)
+            _register(conn, number)
+        state = _states.get(number)
         if state is None:
-            if hasattr(conn, "create_scalar_function"):  # APSW
-                conn.create_scalar_function("cjk_fold", _sql_fold, 1, deterministic=True)
-                conn.create_scalar_function("cjk_fold", _sql_fold, 2, deterministic=True)
-                conn.create_scalar_function("cjk_term_match", sql_term_match, -1, deterministic=True)
-            else:  # stdlib sqlite3
-                conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
-                conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
-                conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
-            state = _registered[conn] = {"aux": False}
+            while len(_states) >= _MAX_STATES:
+                del _states[next(iter(_states))]
+            state = _states[number] = {"aux": False}
         return state
 
 
@@ -279,36 +335,42 @@ def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
     return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?)", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
 
 
-def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: dict | None = None,
-               snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
-               floor: int | None = None, bound: int = 0, scores: dict | None = None) -> list[int]:
-    """Message ids of the plan's hits, best first.
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement of a search, with its parameters, exactly as it runs."""
 
-    An fts plan lets FTS5 order the rows itself (``rank`` with our bm25
-    weights, or rowid), so SQLite has no sorter and evaluates the select list
-    only for the rows it returns: that is where ``cjk_match`` runs when
-    ``aux`` (a dict to fill, id -> JSON text) is given, at no extra pass over
-    the match.  Ties in bm25 come in FTS5's order.  ``offset`` rows are
-    skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
-    ``floor`` (``relevance_floor``, which found ``bound`` matches above it),
-    relevance ranks the matches above it by bm25 and lists the others after
-    them, newest first, so paging still reaches every match.  ``scores`` (a
-    dict to fill, id -> bm25) gets the score of each hit an index scored.
-    """
-    fsql, fparams = filters
-    if p.kind == "fts":
-        t = table(p.fts_route)
-        if sort == "relevance" and floor is not None:
-            # bm25 over the matches above the floor, then the rest newest first
-            ranked = _fts_ids(conn, p, "relevance", f" AND {t}.rowid > ?", (floor,), filters, aux, snippet_chars,
-                              limit, offset, scores) if offset < bound else []
-            if len(ranked) < limit:
-                ranked += _fts_ids(conn, p, "newest", f" AND {t}.rowid <= ?", (floor,), filters, aux,
-                                   snippet_chars, limit - len(ranked), max(0, offset - bound), None)
-            return ranked
-        csql, cparams = _after_cursor(sort, last, f"{t}.rowid")
-        return _fts_ids(conn, p, sort, csql, cparams, filters, aux, snippet_chars, limit, offset, scores)
-    where, wparams = predicate(p.node, p.forms)
+    sql: str
+    params: tuple
+
+    def literal(self) -> str:
+        """The statement with its parameters written in as SQL literals (for the sqlite3 shell)."""
+        return inline_params(self.sql, self.params)
+
+    def as_dict(self) -> dict:
+        return {"sql": self.sql, "params": list(self.params), "literal": self.literal()}
+
+
+def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple[str, tuple], aux: bool,
+                   snippet_chars: int, limit: int, offset: int) -> Statement:
+    """The plan's one MATCH, ordered by FTS5 itself, within ``bounds`` (more conditions on the rowid)."""
+    t = table(p.fts_route)
+    (bsql, bparams), (fsql, fparams) = bounds, filters
+    rank, rparams = "", ()
+    if sort == "relevance":
+        rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
+    order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
+    call, xparams = _aux_call(snippet_chars) if aux else ("NULL", ())
+    score = f"{t}.rank" if sort == "relevance" else "NULL"
+    sql = (f"SELECT {t}.rowid, {call}, {score} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+           f"WHERE {t} MATCH ?{rank}{bsql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
+    return Statement(sql, (*xparams, p.match, *rparams, *bparams, *fparams, limit, offset))
+
+
+def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
+                        floor: int | None, limit: int, offset: int) -> Statement:
+    """The plan's boolean expression over messages, ranked by its score MATCH (if any) joined in."""
+    cond = p.where()
+    (csql, cparams), (fsql, fparams) = after, filters
     head, join, sparams = "", "", ()
     if sort == "relevance" and p.score_match:
         st = table(p.score_route)
@@ -322,37 +384,44 @@ def ranked_ids(conn, p: Plan, *, sort: str, limit: int, filters: tuple[str, tupl
         "newest": "m.id DESC",
         "oldest": "m.id ASC",
     }[sort]
-    score = ", sc.score" if join else ", NULL"
-    csql, cparams = _after_cursor(sort, last, "m.id")
-    sql = (f"{head}SELECT m.id{score} FROM {MESSAGES} m {join}WHERE {where}{csql}{fsql} "
+    score = "sc.score" if join else "NULL"
+    sql = (f"{head}SELECT m.id, NULL, {score} FROM {MESSAGES} m {join}WHERE {cond.sql}{csql}{fsql} "
            f"ORDER BY {order} LIMIT ? OFFSET ?")
-    params = (*sparams, *wparams, *cparams, *fparams, limit, offset)
-    rows = conn.execute(sql, params).fetchall()
-    if scores is not None:
-        scores.update((row[0], row[1]) for row in rows if row[1] is not None)
-    return [row[0] for row in rows]
+    return Statement(sql, (*sparams, *cond.params, *cparams, *fparams, limit, offset))
 
 
-def _fts_ids(conn, p: Plan, sort, csql, cparams, filters, aux, snippet_chars, limit, offset, scores) -> list[int]:
+def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
+                  snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
+                  floor: int | None = None, bound: int = 0) -> list[Statement]:
+    """The statements that find the plan's hits, best first.
+
+    Run in order, their rows concatenated are the hits as ``(message id,
+    cjk_match JSON or NULL, bm25 or NULL)``.  An fts plan lets FTS5 order the
+    rows itself (``rank`` with our bm25 weights, or rowid), so SQLite has no
+    sorter and evaluates the select list only for the rows it returns: that
+    is where ``cjk_match`` runs when ``aux`` is true, at no extra pass over
+    the match.  Ties in bm25 come in FTS5's order.  ``offset`` rows are
+    skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
+    ``floor`` (``relevance_floor``, which found exactly ``bound`` matches
+    above it), relevance ranks the matches above it by bm25 and lists the
+    others after them, newest first, so paging still reaches every match:
+    on an fts plan that is two statements when a page holds some of each.
+    """
+    if p.kind != "fts":
+        return [_combined_statement(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset)]
     t = table(p.fts_route)
-    fsql, fparams = filters
-    rank, rparams = "", ()
-    if sort == "relevance":
-        rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
-    order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
-    extra, xparams = ("", ())
-    if aux is not None:
-        call, xparams = _aux_call(snippet_chars)
-        extra = ", " + call
-    ranked = sort == "relevance" and scores is not None
-    sql = (f"SELECT {t}.rowid{extra}{f', {t}.rank' if ranked else ''} FROM {t} JOIN {MESSAGES} m "
-           f"ON m.id = {t}.rowid WHERE {t} MATCH ?{rank}{csql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
-    rows = conn.execute(sql, (*xparams, p.match, *rparams, *cparams, *fparams, limit, offset)).fetchall()
-    if aux is not None:
-        aux.update((row[0], row[1]) for row in rows)
-    if ranked:
-        scores.update((row[0], row[-1]) for row in rows)
-    return [row[0] for row in rows]
+    if sort == "relevance" and floor is not None:
+        ranked = min(limit, bound - offset) if offset < bound else 0  # rows this page takes above the floor
+        out = []
+        if ranked:
+            out.append(_fts_statement(p, "relevance", (f" AND {t}.rowid > ?", (floor,)), filters, aux,
+                                      snippet_chars, ranked, offset))
+        if ranked < limit:
+            out.append(_fts_statement(p, "newest", (f" AND {t}.rowid <= ?", (floor,)), filters, aux,
+                                      snippet_chars, limit - ranked, max(0, offset - bound)))
+        return out
+    return [_fts_statement(p, sort, _after_cursor(sort, last, f"{t}.rowid"), filters, aux, snippet_chars,
+                           limit, offset)]
 
 
 def relevance_floor(conn, p: Plan, filters: tuple[str, tuple], bound: int | None) -> int | None:
@@ -440,6 +509,39 @@ def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
                None if score is None else -float(score))
 
 
+@dataclass
+class _Prepared:
+    """A search made ready to run: its plan and the statements that find its hits."""
+
+    plan: Plan
+    sort: str
+    offset: int
+    bound: int | None  # relevance_bound, checked
+    floor: int | None  # relevance_floor's answer
+    aux: bool  # the statements call cjk_match (the hits' snippets come with them)
+    statements: list
+
+
+def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=None, session_id=None, after=None,
+             before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
+             cursor=None, relevance_bound="default", cjk_unigrams=False, fold_variants=False) -> _Prepared:
+    """Check the arguments, plan, and write the statements (run_search's arguments)."""
+    _check(sort, limit, snippet_chars)
+    sort, offset, last = paging(sort, offset, cursor)
+    bound = _check_bound(relevance_bound)
+    filters = _filters(roles, session_id, after, before)
+    p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                   cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
+    state = ensure_functions(conn)
+    # On a single MATCH over the cjk index the C function cjk_match builds the
+    # snippets inside the ranking query; everywhere else snippet.py does.
+    aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
+    floor = relevance_floor(conn, p, filters, bound) if sort == "relevance" else None
+    statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
+                               offset=offset, last=last, floor=floor, bound=bound or 0)
+    return _Prepared(p, sort, offset, bound, floor, aux, statements)
+
+
 def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
                roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
                before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
@@ -450,29 +552,23 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``);
     ``cjk_unigrams``: its cjk table has the tokenizer option ``unigrams 1``.
     """
-    _check(sort, limit, snippet_chars)
-    sort, offset, last = paging(sort, offset, cursor)
-    relevance_bound = _check_bound(relevance_bound)
-    filters = _filters(roles, session_id, after, before)
-    node = parse(query, fold_variants=fold_variants)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
-                  cjk_unigrams=cjk_unigrams)
-    state = ensure_functions(conn)
-    # On a single MATCH over the cjk index the C function cjk_match builds the
-    # snippets inside the ranking query; everywhere else snippet.py does.
-    raw_aux = {} if p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state) else None
-    floor = relevance_floor(conn, p, filters, relevance_bound) if sort == "relevance" else None
+    prep = _prepare(conn, query, live_indexes, include_reasoning=include_reasoning, roles=roles,
+                    session_id=session_id, after=after, before=before, sort=sort, limit=limit, route=route,
+                    snippet_chars=snippet_chars, offset=offset, cursor=cursor, relevance_bound=relevance_bound,
+                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
+    p = prep.plan
     out = Hits()
-    out.offset = offset
-    out.ranked_among = None if floor is None else relevance_bound
-    scores: dict = {}
-    with checking(node):  # a big row is read once for all the query's terms
-        ids = ranked_ids(conn, p, sort=sort, limit=limit, filters=filters, aux=raw_aux, snippet_chars=snippet_chars,
-                         offset=offset, last=last, floor=floor, bound=relevance_bound or 0, scores=scores)
-        if sort != "relevance" and len(ids) == limit:
-            out.next_cursor = f"{sort}:{ids[-1]}"
+    out.offset = prep.offset
+    out.ranked_among = None if prep.floor is None else prep.bound
+    with checking(p.node):  # a big row is read once for all the query's terms
+        found = [row for st in prep.statements for row in conn.execute(st.sql, st.params).fetchall()]
+        ids = [row[0] for row in found]
+        if prep.sort != "relevance" and len(ids) == limit:
+            out.next_cursor = f"{prep.sort}:{ids[-1]}"
         if not ids:
             return out
+        raw_aux = {row[0]: row[1] for row in found} if prep.aux else None
+        scores = {row[0]: row[2] for row in found if row[2] is not None}
         rows = {}
         marks = ", ".join("?" * len(ids))
         cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
@@ -488,12 +584,28 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
 
 def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,
             route: str | None = None, relevance_bound: Any = "default", cjk_unigrams: bool = False,
-            fold_variants: bool = False) -> dict:
-    """Which route(s) would serve ``query`` and why (no database needed)."""
-    relevance_bound = _check_bound(relevance_bound)
-    node = parse(query, fold_variants=fold_variants)
-    p = make_plan(node, live_indexes, columns=searched_columns(include_reasoning), route=route,
-                  cjk_unigrams=cjk_unigrams)
+            fold_variants: bool = False, sql: bool = False, conn: Any = None, **search: Any) -> dict:
+    """Which route(s) would serve ``query`` and why (no database needed).
+
+    ``sql=True`` adds the statements ``run_search`` would run on ``conn`` (the
+    archive's connection; ``Archive.explain`` passes it) with the same
+    arguments: ``search`` takes the rest of run_search's (roles, session_id,
+    after, before, sort, limit, offset, cursor, snippet_chars).  See "Explained
+    SQL" in the module docstring for what comes back.
+    """
+    if sql:
+        if conn is None:
+            raise ValueError("explain(sql=True) needs the archive's connection: conn=... (Archive.explain passes it)")
+        prep = _prepare(conn, query, live_indexes, include_reasoning=include_reasoning, route=route,
+                        relevance_bound=relevance_bound, cjk_unigrams=cjk_unigrams, fold_variants=fold_variants,
+                        **search)
+        p, relevance_bound = prep.plan, prep.bound
+    else:
+        if search:
+            raise TypeError(f"explain() takes {', '.join(sorted(search))} only with sql=True")
+        relevance_bound = _check_bound(relevance_bound)
+        p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
+                       cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
     out = p.explain()
     if "cjk" in p.live:
         out["cjk_unigrams"] = bool(cjk_unigrams)  # one character: "X" (a unigram each) or "X"* (prefix)
@@ -501,5 +613,10 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
         out["rank_bound"] = (f"sort=relevance: if more than {relevance_bound:,} rows match, bm25 ranks the newest "
                              f"{relevance_bound:,} (results say ranked_among) and the older ones follow newest "
                              "first; relevance_bound=None scores every match")
+    if sql:
+        out["sql"] = [st.as_dict() for st in prep.statements]
+        out["sql_functions"] = sorted(p.functions)
+        if prep.floor is not None:
+            out["rank_floor"] = prep.floor
     out["input"] = query
     return out

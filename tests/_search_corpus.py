@@ -29,7 +29,7 @@ WORDS = ("hello", "world", "cafe", "Café", "résumé", "python", "error", "mess
 # and ASCII letters, ｙouer, is a documented gap of the unicode61 route)
 VARIANTS = ("ｶﾀｶﾅ", "ﾃﾞｰﾀﾍﾞｰｽ", "カ\u3099タ", "ｶ\u3099ﾀ", "ｈｅｌｌｏ", "ＰＹＴＨＯＮ", "Ｅｒｒｏｒ")
 # ASCII words that appear glued to CJK text (the trigram supplement finds
-# those; see compile.py for the accented ones it does not)
+# those; see compiler.py for the accented ones it does not)
 GLUED = ("youer", "python", "deploy", "ab", "go", "x1", "ｙｏｕｅｒ", "API")
 SEPARATORS = (" ", " ", " ", "、", "。", "，", "\n", ", ", "-", ": ", "「", "」", "・")
 ROUTES = ("cjk", "unicode61", "trigram", "scan")

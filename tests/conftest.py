@@ -13,8 +13,13 @@ added next to this one, and pytest's import modes differ in whether
   ``(start, end, token, *colocated_tokens)``.
 - ``utf8_reader``: the UTF-8 reader the tokenizer (and SQLite's unicode61)
   use, ported to Python: ``utf8_reader(data)`` yields ``(start, end, cp)``.
+- ``sqlite3_shell``: the path of the ``sqlite3`` shell; the test skips without
+  one (fails when CJK_REQUIRE_ALL_HOSTS is set).
 """
 from __future__ import annotations
+
+import os
+import shutil
 
 import apsw
 import pytest
@@ -32,6 +37,16 @@ def _new_connection():
     conn = apsw.Connection(":memory:")
     assert cjk_tokenizer.load(conn) is conn
     return conn
+
+
+@pytest.fixture
+def sqlite3_shell() -> str:
+    found = shutil.which("sqlite3")
+    if not found:
+        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
+            pytest.fail("the sqlite3 shell is not installed (and CJK_REQUIRE_ALL_HOSTS is set)")
+        pytest.skip("the sqlite3 shell is not installed")
+    return found
 
 
 @pytest.fixture

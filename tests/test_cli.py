@@ -94,6 +94,17 @@ def test_explain_names_the_route(db):
     assert plan["route"] == "cjk"
 
 
+def test_explain_sql_prints_the_statement_a_search_runs(db):
+    import apsw
+
+    found = [h["message_id"] for h in json.loads(cli("search", db, "项目", "--json").stdout)]
+    printed = cli("explain", db, "项目", "--sql").stdout
+    assert found and printed.rstrip().endswith(";") and "--" not in printed
+    conn = cjk_tokenizer.load(apsw.Connection(db))
+    assert [row[0] for row in conn.execute(printed)] == found
+    conn.close()
+
+
 def test_rebuild_catches_up_an_index_left_stale(db, tmp_path):
     path = str(tmp_path / "stale.db")
     cli("import", path, SAMPLE)

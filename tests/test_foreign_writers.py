@@ -6,8 +6,6 @@ The shell part skips when no sqlite3 shell is installed, unless
 CJK_REQUIRE_ALL_HOSTS is set (CI), where that is a failure."""
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
 import subprocess
 import warnings
@@ -53,32 +51,23 @@ def test_opening_without_the_extension_to_read_leaves_the_cjk_index_served(tmp_p
         assert served.catch_up() is True and _found(served, "扩展") == [late]
 
 
-def _shell() -> str:
-    found = shutil.which("sqlite3")
-    if not found:
-        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
-            pytest.fail("the sqlite3 shell is not installed (and CJK_REQUIRE_ALL_HOSTS is set)")
-        pytest.skip("the sqlite3 shell is not installed")
-    return found
-
-
-def _shell_write(path, text: str, *, load: bool = False) -> subprocess.CompletedProcess:
+def _shell_write(shell: str, path, text: str, *, load: bool = False) -> subprocess.CompletedProcess:
     commands = [f".load {cjk_tokenizer.loadable_path()}"] if load else []
     commands.append(f"INSERT INTO messages(session_id, role, content) VALUES ('s', 'user', '{text}')")
-    return subprocess.run([_shell(), "-bail", "-batch", str(path), *commands], input="", capture_output=True,
+    return subprocess.run([shell, "-bail", "-batch", str(path), *commands], input="", capture_output=True,
                           text=True, timeout=60)
 
 
-def test_foreign_writers_follow_the_documented_recipe(tmp_path):
+def test_foreign_writers_follow_the_documented_recipe(tmp_path, sqlite3_shell):
     path = tmp_path / "a.db"
     with Archive(path) as ar:
         ar.add_message("s", "user", "部署失败了")
 
     # the shell without the extension, while the cjk index is live: refused, nothing written
-    proc = _shell_write(path, "外来写入甲")
+    proc = _shell_write(sqlite3_shell, path, "外来写入甲")
     assert proc.returncode != 0 and "no such tokenizer: cjk_unicode61" in proc.stderr
     # with the extension loaded the write is indexed at once; the index stays live
-    proc = _shell_write(path, "外来写入乙", load=True)
+    proc = _shell_write(sqlite3_shell, path, "外来写入乙", load=True)
     assert proc.returncode == 0, proc.stderr
     with Archive(path, auto_catch_up=0) as ar:
         assert ar.count_messages() == 2 and _cjk(ar)["status"] == "live"
@@ -86,7 +75,7 @@ def test_foreign_writers_follow_the_documented_recipe(tmp_path):
     # or the index is paused first; the archive catches it up when it next opens with the extension
     with Archive(path, extension=False) as ar:
         assert ar.pause_index("cjk") is True and ar.pause_index("cjk") is False
-    proc = _shell_write(path, "外来写入丙")
+    proc = _shell_write(sqlite3_shell, path, "外来写入丙")
     assert proc.returncode == 0, proc.stderr
     with Archive(path) as ar:
         assert _cjk(ar)["status"] == "live" and len(_found(ar, "写入丙")) == 1

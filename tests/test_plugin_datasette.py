@@ -186,6 +186,34 @@ def test_archive_without_cjk_index_searches_other_routes(tmp_path):
     assert "cjk_search" not in canned.text  # the canned query needs the cjk index
 
 
+@pytest.mark.parametrize("extension", [False, True])
+def test_an_archive_that_folds_variants_folds_on_every_route(tmp_path, extension):
+    """A query in other Han variants finds what the archive's own search finds:
+    on the fallback routes (no cjk index) and in the row checks of the cjk route."""
+    hosts.require_loading()
+    import warnings
+
+    from cjk_tokenizer import Archive
+
+    path = tmp_path / "folds.db"
+    with warnings.catch_warnings(), Archive(path, extension=extension, fold_variants=True) as ar:
+        warnings.simplefilter("ignore")
+        s = ar.add_session()
+        plan = ar.add_message(s, "user", "项目管理 deploy")
+        glued = ar.add_message(s, "user", "修改abc别人的配置")
+        ar.add_message(s, "user", "修改abc特别")
+        expected = {q: [h.message_id for h in ar.search(q)] for q in ("項目", "項目 deploy", "abc別")}
+    assert expected == {"項目": [plan], "項目 deploy": [plan], "abc別": [glued]}
+    urls = [f"/folds/messages.json?_search={q}&_shape=array" for q in expected]
+    if extension:
+        urls.append("/folds/cjk_search.json?q=abc別&reasoning=&_shape=array")
+    got = _get([path], *urls)
+    for q, resp in zip(expected, got):
+        assert _ids(resp) == expected[q], q
+    if extension:
+        assert [r["message_id"] for r in got[-1].json()] == [glued]
+
+
 def test_escape_fts_matches_datasette_except_one_cjk_character():
     from datasette.utils import escape_fts as theirs
 

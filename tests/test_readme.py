@@ -2,10 +2,7 @@
 import contextlib
 import io
 import os
-import shutil
 import subprocess
-
-import pytest
 
 import cjk_tokenizer
 
@@ -26,14 +23,9 @@ def test_python_example_prints_its_comments(tmp_path, monkeypatch):
     assert out.getvalue().splitlines() == ["[(1,)]", "['reasoning'] 用户住在合肥。 cjk"]
 
 
-def test_shell_example_answers_as_commented(tmp_path):
-    shell = shutil.which("sqlite3")
-    if not shell:
-        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
-            pytest.fail("the sqlite3 shell is not installed (and CJK_REQUIRE_ALL_HOSTS is set)")
-        pytest.skip("the sqlite3 shell is not installed")
+def test_shell_example_answers_as_commented(tmp_path, sqlite3_shell):
     sql = _block("sql", "CREATE VIRTUAL TABLE")
-    proc = subprocess.run([shell, str(tmp_path / "a.db"), "-cmd", f".load {cjk_tokenizer.loadable_path()}"],
+    proc = subprocess.run([sqlite3_shell, str(tmp_path / "a.db"), "-cmd", f".load {cjk_tokenizer.loadable_path()}"],
                           input=sql, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

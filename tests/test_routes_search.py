@@ -292,6 +292,33 @@ def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     c.close()
 
 
+# ---- hosts ------------------------------------------------------------------------
+
+
+def test_search_runs_on_a_stdlib_sqlite3_connection(tmp_path):
+    """The Python functions the routes call register on stdlib sqlite3 connections
+    too (no extension needed), once per connection, and a new connection gets its own."""
+    import sqlite3
+
+    from cjk_tokenizer.search import ensure_functions
+
+    path = tmp_path / "noext.db"
+    built = corpus.build(ROWS, routes=("unicode61", "trigram"))
+    built.execute("VACUUM INTO ?", (str(path),))
+    built.close()
+    conn = sqlite3.connect(path)
+    # scan (cjk_fold), trigram + Python check (cjk_term_match), unicode61 words glued to CJK text
+    assert sorted(ids(search(conn, "别山", live_indexes=NO_EXT))) == [4, 9]
+    assert ids(search(conn, "abc别", live_indexes=NO_EXT)) == [9]
+    assert ids(search(conn, "youer", live_indexes=NO_EXT)) == [6]
+    assert ensure_functions(conn) is ensure_functions(conn)
+    assert conn.execute("SELECT cjk_fold('ｶﾀｶﾅ')").fetchone() == ("カタカナ",)
+    conn.close()
+    other = sqlite3.connect(path)
+    assert ids(search(other, "山别", live_indexes=NO_EXT)) == [8]
+    other.close()
+
+
 # ---- explain --------------------------------------------------------------------------
 
 

@@ -46,19 +46,18 @@ import contextvars
 import functools
 import json
 import re
+from dataclasses import dataclass
 
 import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
 
-from cjk_tokenizer.compile import predicate
+from cjk_tokenizer.compiler import name_params
 from cjk_tokenizer.errors import QueryError
-from cjk_tokenizer.evaluate import evaluate, sql_term_match
+from cjk_tokenizer.evaluate import evaluate
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
-from cjk_tokenizer.query import parse
-from cjk_tokenizer.router import plan as make_plan
-from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, fts_table
-from cjk_tokenizer.search import _sql_fold, searched_columns
+from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, cjk_unigrams, fold_variants, fts_table
+from cjk_tokenizer.search import ensure_functions, plan_query, searched_columns
 
 TOOL = "Datasette"
 SNIPPET_CHARS = 200
@@ -81,16 +80,23 @@ def _is_truthy(value) -> bool:
     return str(value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _settings(conn) -> tuple[bool, bool]:
+    """An archive's (fold_variants, cjk_unigrams): what its searches are planned with (search.plan_query)."""
+    return fold_variants(conn), cjk_unigrams(conn)
+
+
 @functools.lru_cache(maxsize=64)
-def _cjk_plan(q: str, reasoning: bool):
-    return make_plan(parse(q), {"cjk"}, columns=searched_columns(reasoning), route="cjk")
+def _cjk_plan(q: str, reasoning: bool, settings: tuple[bool, bool]):
+    folds, unigrams = settings
+    return plan_query(q, {"cjk"}, columns=searched_columns(reasoning), route="cjk", fold_variants=folds,
+                      cjk_unigrams=unigrams)
 
 
-def _fts_query(q, reasoning=None):
+def _fts_query(q, reasoning=None, *, settings=(False, False)):
     """SQL ``cjk_fts_query(q, reasoning)``: the query language as one MATCH on the cjk index.
 
     The MATCH alone is the query's meaning unless a term needs a check of the
-    rows (a one-character CJK unit after another unit, compile.py); then it
+    rows (a one-character CJK unit after another unit, compiler.py); then it
     is a superset and ``cjk_fts_check`` completes it.  An empty query (the
     canned query's empty form) is ``""``, which matches nothing.  A function
     cannot give SQLite an error message from Python, so a query that cannot
@@ -100,7 +106,7 @@ def _fts_query(q, reasoning=None):
     if q is None or not str(q).strip():
         return '""'
     try:
-        p = _cjk_plan(str(q), _is_truthy(reasoning))
+        p = _cjk_plan(str(q), _is_truthy(reasoning), settings)
         match = p.match or p.score_match
         if match is None:
             raise QueryError(f"{q!r} excludes terms only; search them in the messages table (?_search=...)")
@@ -110,23 +116,23 @@ def _fts_query(q, reasoning=None):
     return match
 
 
-def _fts_exact(q, reasoning):
+def _fts_exact(q, reasoning, *, settings=(False, False)):
     """SQL ``cjk_fts_exact(q, reasoning)``: 1 when ``cjk_fts_query`` alone is the meaning."""
     if q is None or not str(q).strip():
         return 1
     try:
-        return int(_cjk_plan(str(q), _is_truthy(reasoning)).match is not None)
+        return int(_cjk_plan(str(q), _is_truthy(reasoning), settings).match is not None)
     except QueryError:
         return 1  # cjk_fts_query has made the MATCH fail with the reason
 
 
-def _fts_check(q, reasoning, *texts):
+def _fts_check(q, reasoning, *texts, settings=(False, False)):
     """SQL ``cjk_fts_check(q, reasoning, content, reasoning, tool_name, tool_calls)``: does the row match?
 
     Called only where ``cjk_fts_exact`` is 0 (SQLite evaluates the OR's left
     side, a constant, first), so pure queries never read the rows' text.
     """
-    p = _cjk_plan(str(q), _is_truthy(reasoning))
+    p = _cjk_plan(str(q), _is_truthy(reasoning), settings)
     cols = dict(zip(FTS_COLUMNS, texts))
     return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
 
@@ -163,17 +169,16 @@ def startup(datasette):
 def prepare_connection(conn, database, datasette):
     if not load_or_say(conn, TOOL):
         return
-    # the functions the routes' SQL calls where an index only narrows rows down (search.py)
-    conn.create_function("cjk_fold", 1, _sql_fold, deterministic=True)
-    conn.create_function("cjk_fold", 2, _sql_fold, deterministic=True)
-    conn.create_function("cjk_term_match", -1, sql_term_match, deterministic=True)
-    conn.create_function("cjk_fts_query", 2, _fts_query, deterministic=True)
-    conn.create_function("cjk_fts_exact", 2, _fts_exact, deterministic=True)
-    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), _fts_check, deterministic=True)
+    ensure_functions(conn)  # the functions the routes' SQL calls where an index only narrows rows down
     try:
         rows = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql LIKE '%fts5%'").fetchall()
+        settings = _settings(conn)  # an archive's terms fold as its index does
     except Exception:  # not a database we can read; Datasette reports that itself
-        return
+        rows, settings = [], (False, False)
+    conn.create_function("cjk_fts_query", 2, functools.partial(_fts_query, settings=settings), deterministic=True)
+    conn.create_function("cjk_fts_exact", 2, functools.partial(_fts_exact, settings=settings), deterministic=True)
+    conn.create_function("cjk_fts_check", 2 + len(FTS_COLUMNS), functools.partial(_fts_check, settings=settings),
+                         deterministic=True)
     if any(uses_cjk_tokenizer(r[0]) for r in rows):
         conn.create_function("escape_fts", 1, escape_fts, deterministic=True)
 
@@ -181,8 +186,17 @@ def prepare_connection(conn, database, datasette):
 # ---- archives -------------------------------------------------------------------
 
 
-async def _live_routes(datasette, database) -> frozenset | None:
-    """The archive's live FTS routes, or None when ``database`` is not an archive."""
+@dataclass(frozen=True)
+class _Archive:
+    """What planning a search on an archive needs from it (search.plan_query)."""
+
+    live: frozenset  # its live FTS routes this host can use
+    fold_variants: bool
+    cjk_unigrams: bool
+
+
+async def _archive(datasette, database) -> _Archive | None:
+    """The archive's settings and live FTS routes, or None when ``database`` is not an archive."""
     db = datasette.get_database(database)
     try:
         names = set(await db.table_names())
@@ -197,7 +211,8 @@ async def _live_routes(datasette, database) -> frozenset | None:
             await db.execute(f"SELECT rowid FROM {fts_table('cjk')} WHERE {fts_table('cjk')} MATCH 'x' LIMIT 0")
         except Exception:
             live.discard("cjk")
-    return frozenset(live)
+    folds, unigrams = await db.execute_fn(_settings)
+    return _Archive(frozenset(live), folds, unigrams)
 
 
 def _where_from_plan(p) -> tuple[str, dict]:
@@ -205,12 +220,8 @@ def _where_from_plan(p) -> tuple[str, dict]:
     if p.kind == "fts":
         t = fts_table(p.fts_route)
         return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
-    sql, params = predicate(p.node, p.forms)
-    pieces = sql.split("?")
-    if len(pieces) != len(params) + 1:  # compile.py writes '?' only as placeholders
-        raise RuntimeError(f"cannot name the parameters of {sql!r}: {len(params)} values")
-    named = {f"cjk_p{i}": v for i, v in enumerate(params)}
-    sql = pieces[0] + "".join(f":cjk_p{i}" + piece for i, piece in enumerate(pieces[1:]))
+    cond = p.where()
+    sql, named = name_params(cond.sql, cond.params, "cjk_p")
     return f"id IN (SELECT m.id FROM {MESSAGES} AS m WHERE {sql})", named
 
 
@@ -244,8 +255,8 @@ def filters_from_request(request, database, table, datasette):
         return None
 
     async def inner():
-        live = await _live_routes(datasette, database)
-        if live is None:
+        archive = await _archive(datasette, database)
+        if archive is None:
             return None
         asked = _search_request(request)
         context = {"supports_search": True}
@@ -254,11 +265,12 @@ def filters_from_request(request, database, table, datasette):
         q, cols, where = asked
         context["search"] = q
         try:
-            p = make_plan(parse(q), live, columns=cols)
+            p = plan_query(q, archive.live, columns=cols, cjk_unigrams=archive.cjk_unigrams,
+                           fold_variants=archive.fold_variants)
         except QueryError as exc:  # shown to the user; the query matches nothing
             return FilterArguments(["0"], human_descriptions=[f'search "{q}": {exc}'], extra_context=context)
         clause, params = _where_from_plan(p)
-        if "cjk" in live:
+        if "cjk" in archive.live:
             match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
             if match:
                 _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
@@ -371,8 +383,8 @@ ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score"""
 @hookimpl
 def canned_queries(datasette, database, actor):
     async def inner():
-        live = await _live_routes(datasette, database)
-        if not live or "cjk" not in live:
+        archive = await _archive(datasette, database)
+        if not archive or "cjk" not in archive.live:
             return {}
         return {
             CANNED: {

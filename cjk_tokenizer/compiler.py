@@ -1,13 +1,17 @@
-"""One compiler per route, from the AST (query.py) to SQL.
+"""One compiler per route, from a term of the AST (query.py) to SQL.
 
 Every compiler turns one term into a boolean SQL expression over the row
 ``m`` of ``messages`` (``TermSql.sql``) that means exactly what query.py says
 the term means, or says it cannot (returns None).  Where an index can only
 narrow the rows down (a superset), the expression adds the Python reference
 check ``cjk_term_match(term, columns...)`` (evaluate.py) on those rows, so
-the meaning never changes with the route.  ``TermSql.match`` is the term's FTS5
-expression when the MATCH alone is the meaning ("pure"): only then can a whole
-query run as one MATCH with bm25 (``fts_expression``).
+the meaning never changes with the route.  What the fragment is, its
+assembler (router.py, which puts whole queries together) reads from typed
+fields, never from the SQL text: ``match`` is the term's FTS5 expression when
+the MATCH alone is the meaning ("pure": only then can a whole query run as
+one MATCH with bm25), ``rank_match`` the index part that can rank it,
+``cost`` what evaluating it per row costs (``Cost``) and ``functions`` the
+Python SQL functions it calls (search.ensure_functions registers them).
 
 What each route can express
 ---------------------------
@@ -55,10 +59,12 @@ on every MATCH and the same column list for ``instr``/``cjk_term_match``.
 """
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass
 
 from . import spellings
-from .query import And, Not, Or, Term, positive_terms
+from .query import Term
 from .schema import FTS_COLUMNS, FTS_INDEXES
 from .units import CJK
 
@@ -79,16 +85,53 @@ TRIGRAM_MIN = 3
 # rest): a few selective ones suffice, and FTS5 limits expression depth.
 MAX_LOOKUPS = 4
 
+# The Python SQL functions compiled SQL may call (search.ensure_functions).
+TERM_MATCH = "cjk_term_match"
+FOLD = "cjk_fold"
+
+
+class Cost(enum.IntEnum):
+    """What a fragment costs per row, cheapest first (the assembler's order)."""
+
+    INDEX = 0  # FTS5 lookups only: nothing is read or called per row
+    CHECKED = 1  # index lookups narrow the rows down, a check runs on those
+    SCAN = 2  # a check on every row in scope
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """A boolean SQL expression over messages m, and what evaluating it takes."""
+
+    sql: str
+    params: tuple = ()
+    functions: frozenset = frozenset()  # Python SQL functions it calls
+    lookup: bool = False  # only FTS5 MATCH lookups (index speed)
+
 
 @dataclass(frozen=True)
 class TermSql:
     route: str
     sql: str  # boolean expression over messages m
     params: tuple
-    match: str | None  # FTS5 expression (no column filter) when pure
-    pure: bool  # the MATCH alone is the meaning
+    match: str | None  # FTS5 expression (no column filter) when the MATCH alone is the meaning
+    rank_match: str | None  # FTS5 expression on ``route`` that can rank the term (None: scan)
+    cost: Cost
+    functions: frozenset  # Python SQL functions ``sql`` calls
     exact: bool  # no documented gap (see the route notes above)
     how: str  # for explain()
+
+    @property
+    def pure(self) -> bool:
+        """The MATCH alone is the meaning: the term can join a single-MATCH plan."""
+        return self.match is not None
+
+    @property
+    def fragment(self) -> Fragment:
+        return Fragment(self.sql, self.params, self.functions, self.cost == Cost.INDEX)
+
+
+def _term(route: str, frag: Fragment, *, match=None, rank_match=None, cost: Cost, exact=True, how: str) -> TermSql:
+    return TermSql(route, frag.sql, frag.params, match, rank_match, cost, frag.functions, exact, how)
 
 
 def table(route: str) -> str:
@@ -103,14 +146,15 @@ def column_filter(columns) -> str:
     return "{" + " ".join(columns) + "}"
 
 
-def _in_fts(route: str, columns, expr: str) -> tuple[str, tuple]:
+def _in_fts(route: str, columns, expr: str) -> Fragment:
     t = table(route)
-    return f"m.id IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)", (f"{column_filter(columns)} : ({expr})",)
+    return Fragment(f"m.id IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)", (f"{column_filter(columns)} : ({expr})",),
+                    lookup=True)
 
 
-def _verify(term: Term, columns) -> tuple[str, tuple]:
+def _verify(term: Term, columns) -> Fragment:
     cols = ", ".join(f"m.{c}" for c in columns)
-    return f"cjk_term_match(?, {cols})", (term.key(),)
+    return Fragment(f"{TERM_MATCH}(?, {cols})", (term.key(),), frozenset({TERM_MATCH}))
 
 
 def _stable_piece(needle: str, variants: bool) -> str:
@@ -133,28 +177,29 @@ def _stable_piece(needle: str, variants: bool) -> str:
 VS_GLOB = "*[\ufe00-\ufe0f\U000e0100-\U000e01ef]*"
 
 
-def _instr(needle: str, columns, variants: bool = False) -> tuple[str, tuple]:
+def _instr(needle: str, columns, variants: bool = False) -> Fragment:
     """Exact: the folded text of a searched column contains ``needle``."""
-    fold = "cjk_fold({}, 1)" if variants else "cjk_fold({})"
+    fold = FOLD + ("({}, 1)" if variants else "({})")
+    uses = frozenset({FOLD})
     if spellings.all_stable(needle, variants):  # raw text holds it where folded text does, but for selectors
         parts = [f"(ifnull(instr(m.{c}, ?), 0) > 0 OR "
                  f"(CASE WHEN m.{c} GLOB ? THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END))" for c in columns]
-        return "(" + " OR ".join(parts) + ")", (needle, VS_GLOB, needle) * len(columns)
+        return Fragment("(" + " OR ".join(parts) + ")", (needle, VS_GLOB, needle) * len(columns), uses)
     piece = _stable_piece(needle, variants)
     if not piece:
         parts = [f"instr({fold.format(f'm.{c}')}, ?) > 0" for c in columns]
-        return "(" + " OR ".join(parts) + ")", (needle,) * len(columns)
+        return Fragment("(" + " OR ".join(parts) + ")", (needle,) * len(columns), uses)
     # CASE keeps the order: the Python fold runs only on rows holding the piece
     # (or a variation selector).
     parts = [f"(CASE WHEN ifnull(instr(m.{c}, ?), 0) > 0 OR m.{c} GLOB ? "
              f"THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END)" for c in columns]
-    return "(" + " OR ".join(parts) + ")", (piece, VS_GLOB, needle) * len(columns)
+    return Fragment("(" + " OR ".join(parts) + ")", (piece, VS_GLOB, needle) * len(columns), uses)
 
 
-def _nonascii(columns) -> str:
+def _nonascii(columns) -> Fragment:
     # Rows of pure ASCII tokenize the same under unicode61 and cjk_unicode61.
     parts = [f"ifnull(length(CAST(m.{c} AS BLOB)) > length(m.{c}), 0)" for c in columns]
-    return "(" + " OR ".join(parts) + ")"
+    return Fragment("(" + " OR ".join(parts) + ")")
 
 
 def _longest(lookups: list[tuple[int, str]]) -> list[str]:
@@ -162,15 +207,57 @@ def _longest(lookups: list[tuple[int, str]]) -> list[str]:
     return [x for _, x in sorted(lookups, key=lambda p: -p[0])[:MAX_LOOKUPS]]
 
 
-def _checked(narrow, check) -> tuple[str, tuple]:
+def checked(narrow: list[Fragment], check: Fragment) -> Fragment:
     """``narrow[0] AND narrow[1] AND ... AND check``, evaluated in that order,
     so the slow checks (Python functions) run only on the rows the index
     lookups let through.  A plain AND does not promise the order: SQLite may
     evaluate a cheap-looking function before an IN (subquery) beside it."""
-    sql, params = check
-    for cond, cparams in reversed(narrow):
-        sql, params = f"(CASE WHEN {cond} THEN {sql} ELSE 0 END)", cparams + params
-    return sql, params
+    sql, params, uses = check.sql, check.params, set(check.functions)
+    for cond in reversed(narrow):
+        sql, params = f"(CASE WHEN {cond.sql} THEN {sql} ELSE 0 END)", cond.params + params
+        uses |= cond.functions
+    return Fragment(sql, params, frozenset(uses))
+
+
+# ---- parameters --------------------------------------------------------------
+# The SQL written here and in search.py holds '?' only as placeholders (values
+# always travel as parameters), so a statement's text splits at them.
+
+
+def _pieces(sql: str, params: tuple) -> list[str]:
+    pieces = sql.split("?")
+    if len(pieces) != len(params) + 1:
+        raise RuntimeError(f"{len(pieces) - 1} placeholders but {len(params)} values in {sql[:200]!r}")
+    return pieces
+
+
+def name_params(sql: str, params: tuple, prefix: str) -> tuple[str, dict]:
+    """``sql`` with ``:<prefix><i>`` for its i-th placeholder, and those names' values
+    (for hosts that take named parameters only)."""
+    pieces = _pieces(sql, params)
+    named = {f"{prefix}{i}": v for i, v in enumerate(params)}
+    return pieces[0] + "".join(f":{prefix}{i}" + piece for i, piece in enumerate(pieces[1:])), named
+
+
+def sql_literal(value) -> str:
+    """``value`` as an SQLite literal of the same type and value."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (bool, int)):
+        return str(int(value))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NULL"  # what SQLite stores for a NaN parameter
+        return repr(value) if math.isfinite(value) else ("9e999" if value > 0 else "-9e999")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "X'" + bytes(value).hex() + "'"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def inline_params(sql: str, params: tuple) -> str:
+    """``sql`` with its parameters written in as literals: one statement to paste into the sqlite3 shell."""
+    pieces = _pieces(sql, params)
+    return pieces[0] + "".join(sql_literal(v) + piece for v, piece in zip(params, pieces[1:]))
 
 
 def _trigram_lookup(text: str, variants: bool = False) -> str | None:
@@ -194,12 +281,11 @@ def cjk_expr(term: Term, unigrams: bool = False) -> str:
 
 def cjk_term(term: Term, columns, *, unigrams: bool = False, **_) -> TermSql:
     expr = cjk_expr(term, unigrams)
-    sql, params = _in_fts("cjk", columns, expr)
+    lookup = _in_fts("cjk", columns, expr)
     if any(u.kind == CJK and len(u.text) == 1 for u in term.units[1:]):
-        sql, params = _checked([(sql, params)], _verify(term, columns))
-        return TermSql("cjk", sql, params, None, False, True,
-                       f"{expr}, checked in Python (a one-character CJK unit after another unit)")
-    return TermSql("cjk", sql, params, expr, True, True, expr)
+        return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
+                     how=f"{expr}, checked in Python (a one-character CJK unit after another unit)")
+    return _term("cjk", lookup, match=expr, rank_match=expr, cost=Cost.INDEX, how=expr)
 
 
 # ---- unicode61 -------------------------------------------------------------
@@ -240,25 +326,25 @@ def unicode61_term(term: Term, columns, *, trigram: bool = False, exhaustive: bo
     if not term.words_only:
         return None
     expr = unicode61_expr(term)
-    sql, params = _in_fts("unicode61", columns, expr)
+    found = _in_fts("unicode61", columns, expr)
     # any one word's lookup narrows the rows down enough: the check does the rest
     usable = _longest([(len(u.text), x) for u in term.units if (x := _word_lookup(u))]) if trigram else []
     if usable:
-        narrow = _in_fts("trigram", columns, " AND ".join(usable))
+        narrow, cost = _in_fts("trigram", columns, " AND ".join(usable)), Cost.CHECKED
         how = f"{expr}, plus trigram {' AND '.join(usable)} checked in Python for words glued to CJK text"
     elif exhaustive:
-        narrow = None
+        narrow, cost = None, Cost.SCAN
         how = f"{expr}, plus a Python check of every row with non-ASCII text (for words glued to CJK text)"
     else:
         gap = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
-        return TermSql("unicode61", sql, params, expr, True, False,
-                       f"{expr}; not found where glued to CJK text ({gap})")
+        return _term("unicode61", found, match=expr, rank_match=expr, cost=Cost.INDEX, exact=False,
+                     how=f"{expr}; not found where glued to CJK text ({gap})")
     # Rows unicode61 already found are skipped before the Python check (SQLite's
     # OR optimization may evaluate each branch on its own).
-    not_found = (f"NOT {sql}", params)
-    glued_sql, glued_params = _checked([p for p in (narrow, not_found, (_nonascii(columns), ())) if p],
-                                       _verify(term, columns))
-    return TermSql("unicode61", f"({sql} OR {glued_sql})", params + glued_params, None, False, True, how)
+    not_found = Fragment(f"NOT {found.sql}", found.params)
+    glued = checked([f for f in (narrow, not_found, _nonascii(columns)) if f], _verify(term, columns))
+    either = Fragment(f"({found.sql} OR {glued.sql})", found.params + glued.params, glued.functions)
+    return _term("unicode61", either, rank_match=expr, cost=cost, how=how)
 
 
 # ---- trigram ---------------------------------------------------------------
@@ -271,33 +357,33 @@ def trigram_term(term: Term, columns, **_) -> TermSql | None:
     if not all(x for _, x in lookups):
         return None
     expr = " AND ".join(_longest(lookups))
-    sql, params = _in_fts("trigram", columns, expr)
+    lookup = _in_fts("trigram", columns, expr)
     text = term.units[0].text
     if len(term.units) == 1 and expr == "(" + phrase(text) + ")" and spellings.all_stable(text, term.variants):
-        return TermSql("trigram", sql, params, expr, True, True, expr)
+        return _term("trigram", lookup, match=expr, rank_match=expr, cost=Cost.INDEX, how=expr)
     check = _instr(text, columns, term.variants) if term.is_cjk_run else _verify(term, columns)
-    sql, params = _checked([(sql, params)], check)
-    return TermSql("trigram", sql, params, None, False, True, f"{expr}, checked on the folded text")
+    return _term("trigram", checked([lookup], check), rank_match=expr, cost=Cost.CHECKED,
+                 how=f"{expr}, checked on the folded text")
 
 
 # ---- scan ------------------------------------------------------------------
 
 
-def _word_prefilter(unit, columns) -> tuple[str, tuple] | None:
+def _word_prefilter(unit, columns) -> Fragment | None:
     """Rows that may hold ``unit`` inside a mixed term: unicode61 finds it where
     it stands as a word, trigram where it is glued to CJK text."""
     lookup = _word_lookup(unit)
     if lookup is None:
         return None
-    u61_sql, u61_params = _in_fts("unicode61", columns, unicode61_expr(Term(unit.text, (unit,))))
-    tri_sql, tri_params = _in_fts("trigram", columns, lookup)
-    return f"({u61_sql} OR {tri_sql})", u61_params + tri_params
+    u61 = _in_fts("unicode61", columns, unicode61_expr(Term(unit.text, (unit,))))
+    tri = _in_fts("trigram", columns, lookup)
+    return Fragment(f"({u61.sql} OR {tri.sql})", u61.params + tri.params, lookup=True)
 
 
 def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False, **_) -> TermSql:
     if term.is_cjk_run:
-        sql, params = _instr(term.units[0].text, columns, term.variants)
-        return TermSql("scan", sql, params, None, False, True, f"instr() for {term.units[0].text!r} in every row")
+        return _term("scan", _instr(term.units[0].text, columns, term.variants), cost=Cost.SCAN,
+                     how=f"instr() for {term.units[0].text!r} in every row")
     parts, via = [], []
     # narrow the rows down before the Python check: CJK units exactly (all
     # spellings by trigram, or instr on the text); words by unicode61 plus
@@ -317,10 +403,10 @@ def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False
                 parts.append(found)
                 via.append(f"the word {u.text!r} (unicode61 or trigram)")
     # the index lookups first: they are the cheap, selective ones
-    parts.sort(key=lambda part: "MATCH" not in part[0])
-    sql, params = _checked(parts, _verify(term, columns))
+    parts.sort(key=lambda part: not part.lookup)
+    cost = Cost.CHECKED if parts and parts[0].lookup else Cost.SCAN
     how = "Python check of " + (f"rows with {' and '.join(via)}" if via else "every row")
-    return TermSql("scan", sql, params, None, False, True, how)
+    return _term("scan", checked(parts, _verify(term, columns)), cost=cost, how=how)
 
 
 COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_term, "scan": scan_term}
@@ -341,96 +427,7 @@ def compile_term(route: str, term: Term, columns, *, trigram: bool = False, word
     return COMPILERS[route](term, columns, trigram=trigram, words=words, exhaustive=exhaustive, unigrams=unigrams)
 
 
-# ---- whole queries ----------------------------------------------------------
-
-
-def fts_expression(node, forms: dict, columns) -> str | None:
-    """One FTS5 MATCH for the whole query, or None if FTS5 cannot say it.
-
-    Needs every term pure (``forms[term].match``) and every negation inside an
-    AND that also has a positive part (FTS5's NOT is binary).
-    """
-
-    def build(n):
-        if isinstance(n, Term):
-            return forms[n].match
-        if isinstance(n, Not):
-            return None
-        if isinstance(n, Or):
-            parts = [build(c) for c in n.children]
-            return None if None in parts else "(" + " OR ".join(parts) + ")"
-        pos = [build(c) for c in n.children if not isinstance(c, Not)]
-        neg = [build(c.child) for c in n.children if isinstance(c, Not)]
-        if not pos or None in pos or None in neg:
-            return None
-        expr = "(" + " AND ".join(pos) + ")"
-        if neg:  # one binary NOT of the OR of the exclusions: nesting stays flat
-            expr = f"({expr} NOT (" + " OR ".join(neg) + "))"
-        return expr
-
-    if not all(f.pure for f in forms.values()):
-        return None
-    body = build(node)
-    return None if body is None else f"{column_filter(columns)} : ({body})"
-
-
-def _slow(sql: str) -> bool:
-    """Does this SQL call back into Python (per row)?"""
-    return "cjk_term_match(" in sql or "cjk_fold(" in sql
-
-
-def predicate(node, forms: dict) -> tuple[str, tuple]:
-    """The whole query as one boolean SQL expression over messages m.
-
-    In an AND, the parts that only use indexes come first, as plain AND terms
-    the planner can drive the scan from; the parts with Python checks follow,
-    positive before negated, each evaluated only on rows everything before it
-    let through.
-    """
-    if isinstance(node, Term):
-        f = forms[node]
-        return f.sql, f.params
-    if isinstance(node, Not):
-        sql, params = predicate(node.child, forms)
-        return f"(NOT {sql})", params
-    parts = [(isinstance(c, Not), predicate(c, forms)) for c in node.children]
-    if isinstance(node, Or):
-        return "(" + " OR ".join(p[0] for _, p in parts) + ")", tuple(x for _, p in parts for x in p[1])
-    fast = [p for neg, p in sorted(parts, key=lambda x: x[0]) if not _slow(p[0])]
-    slow = [p for neg, p in sorted(parts, key=lambda x: x[0]) if _slow(p[0])]
-    pieces = list(fast)
-    if slow:
-        pieces.append(_checked(fast + slow[:-1], slow[-1]))
-    return "(" + " AND ".join(p[0] for p in pieces) + ")", tuple(x for p in pieces for x in p[1])
-
-
-def score_expression(node, forms: dict, route: str, columns) -> str | None:
-    """MATCH for ranking a combined query: its positive terms on ``route``."""
-    exprs = []
-    for t in positive_terms(node):
-        f = forms[t]
-        if f.route == route:
-            expr = f.match or _score_form(route, t, columns)
-            if expr and expr not in exprs:
-                exprs.append(expr)
-    if not exprs:
-        return None
-    return f"{column_filter(columns)} : (" + " OR ".join(exprs) + ")"
-
-
-def _score_form(route: str, term: Term, columns) -> str | None:
-    # the index part of a term that also has a Python check
-    if route == "cjk":
-        return cjk_expr(term)
-    if route == "unicode61":
-        return unicode61_expr(term)
-    if route == "trigram":
-        lookups = [(len(u.text), _trigram_lookup(u.text, term.variants)) for u in term.units]
-        return " AND ".join(_longest(lookups)) if all(x for _, x in lookups) else None
-    return None
-
-
 __all__ = [
-    "BM25_WEIGHTS", "FTS_ROUTES", "ROUTES", "TRIGRAM_MIN", "TRIGRAM_SPELLINGS", "TermSql",
-    "column_filter", "compile_term", "fts_expression", "predicate", "score_expression", "table",
+    "BM25_WEIGHTS", "FTS_ROUTES", "ROUTES", "TRIGRAM_MIN", "TRIGRAM_SPELLINGS", "Cost", "Fragment", "TermSql",
+    "checked", "column_filter", "compile_term", "inline_params", "name_params", "sql_literal", "table",
 ]
