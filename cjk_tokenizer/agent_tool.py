@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 import json
 
-from .schema import ROLES
-from .session_search import SORTS, infer_mode, session_search
+from .constants import ROLES, SORTS
+from .session_search import infer_mode, session_search
 
 __all__ = [
     "SESSION_SEARCH_TOOL_ANTHROPIC",

@@ -89,7 +89,7 @@ import json
 import unicodedata
 
 from .errors import CjkTokenizerError, QueryError, TimeValueError
-from .schema import ROLES
+from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
 from .timeutil import epoch_seconds
 
@@ -104,7 +104,6 @@ __all__ = [
     "session_search",
 ]
 
-SORTS = ("relevance", "newest", "oldest")
 HIT_CHARS = 1500
 CONTEXT_CHARS = 600
 BOOKEND_CHARS = 300

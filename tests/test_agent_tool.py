@@ -15,7 +15,7 @@ from cjk_tokenizer.agent_tool import (
     handle_session_search,
     tool_definitions,
 )
-from cjk_tokenizer.schema import ROLES
+from cjk_tokenizer.constants import ROLES
 from cjk_tokenizer.session_search import session_search
 
 PARAMS = [p for p in inspect.signature(session_search).parameters if p != "archive"]
