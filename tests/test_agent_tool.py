@@ -162,7 +162,7 @@ def test_handler_never_raises(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(agent_tool, "session_search", boom)
+    monkeypatch.setattr(agent_tool, "respond", boom)
     out = call(ar, '{"query": "回滚"}')
     assert out["error"]["code"] == "internal_error" and "unexpected" in out["error"]["message"]
 
