@@ -190,6 +190,9 @@ class Archive:
                    explicit, chunked catch-up so opening never blocks for long.
     fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
                    recorded (off for a new one).  ``self.fold_variants`` says.
+
+    ``self.indexes`` (indexing.Indexes) administers the FTS indexes: status,
+    catch-up, rebuild, add/pause/drop, integrity check, sizes.
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool | None = None, create: bool = True,

@@ -16,7 +16,7 @@ from cjk_tokenizer.archive import Archive
 from cjk_tokenizer.cli import build_parser
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.importers import FORMAT_CHOICES
-from cjk_tokenizer.records import InputError
+from cjk_tokenizer.records import MESSAGE_COLUMNS, InputError, MessageRow, message_row
 from cjk_tokenizer.session_search import ARGUMENTS, parse_arguments, session_search
 
 PACKAGE = os.path.dirname(os.path.abspath(cjk_tokenizer.__file__))
@@ -112,3 +112,12 @@ def test_the_cli_shows_the_c_gap_token(capsys):
     args = build_parser().parse_args(["tokenize", "中文。文字"])
     assert args.func(args) == 0
     assert f"{repr(gap)[1:-1]} (gap)\t6-9\t'。'" in capsys.readouterr().out
+
+
+def test_message_rows_name_the_messages_table_columns(tmp_path):
+    with Archive(tmp_path / "a.db") as ar:
+        table = [r[1] for r in ar.conn.execute("PRAGMA table_info(messages)")]
+    assert table == ["id", *MESSAGE_COLUMNS]
+    row = message_row("s", "user", "部署", tool_calls=[{"id": "c1"}], timestamp_=1.5)
+    assert isinstance(row, MessageRow) and row.session_id == "s" and row.timestamp == 1.5
+    assert row.tool_calls == '[{"id": "c1"}]' and row.text_chars() == len("部署") + len(row.tool_calls)
