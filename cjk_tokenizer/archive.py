@@ -89,7 +89,7 @@ from .schema import (
 )
 from .schema import fold_variants as fold_variants_of
 
-__all__ = ["Archive", "ArchiveError", "Indexes", "InputError", "MessageRow", "Progress"]
+__all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
 
 Progress = indexing.Progress
 

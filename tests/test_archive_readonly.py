@@ -61,6 +61,7 @@ def test_readonly_true_reads_and_never_writes(archive_file):
             lambda: ar.indexes.rebuild(),
             lambda: ar.indexes.add("trigram"),
             lambda: ar.indexes.drop("cjk"),  # an index the (lean) default archive has
+            lambda: ar.indexes.pause("cjk"),
         ]
         for write in writes:
             with pytest.raises(ArchiveError, match=f"^{archive_file} is open read-only") as exc:
