@@ -153,7 +153,7 @@ def measure(sessions, workdir, fmts):
     with Archive(db) as ar:
         n = ar.bulk_import(flat)
         t1, c1 = time.perf_counter(), time.process_time()
-        text = ar.index_sizes()["text"]
+        text = ar.indexes.sizes()["text"]
     rows.append({"format": "bulk_import (baseline)", "source_mb": None, "messages": n, "text_mb": text / 1e6,
                  "seconds": t1 - t0, "cpu": c1 - c0, "again": None, "sessions": len(sessions)})
     for suffix in ("", "-wal", "-shm"):
@@ -170,7 +170,7 @@ def measure(sessions, workdir, fmts):
             t1, c1 = time.perf_counter(), time.process_time()
             again = ar.import_source(src)
             c2 = time.process_time()
-            text = ar.index_sizes()["text"]
+            text = ar.indexes.sizes()["text"]
         assert not rep.bad and again.messages == 0, (fmt, rep.summary(), again.summary())
         rows.append({"format": fmt, "source_mb": _bytes(src) / 1e6, "messages": rep.messages,
                      "sessions": len(rep.sessions), "text_mb": text / 1e6, "seconds": t1 - t0, "cpu": c1 - c0,

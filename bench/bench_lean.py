@@ -71,7 +71,7 @@ def build(jsonl, path, opts):
         for name, size in ar.conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
             part = next((r for r in ("cjk", "u61", "tri") if name.startswith(f"messages_fts_{r}")), None)
             parts[part or ("messages" if name == "messages" else "other")] += size
-        text = ar.index_sizes()["text"]
+        text = ar.indexes.sizes()["text"]
     return {"messages": report.messages, "seconds": seconds, "msg_per_s": report.messages / seconds,
             "file": os.path.getsize(path), "text": text, "parts": dict(parts)}
 

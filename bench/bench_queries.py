@@ -88,7 +88,7 @@ def build_archive(path, size, seed, indexes, batch_size=5000):
     with Archive(tmp, indexes=indexes) as ar:
         n = ar.bulk_import(corpus.messages(with_ids=False), batch_size=batch_size)
         t1 = time.perf_counter()
-        sizes = ar.index_sizes()
+        sizes = ar.indexes.sizes()
         db_bytes = ar.conn.execute("PRAGMA page_count").fetchone()[0] * ar.conn.execute(
             "PRAGMA page_size").fetchone()[0]
     summary = corpus.summary()
@@ -454,7 +454,7 @@ def fmt_queries(cmd, info, q):
              f"`Archive(path, indexes=({', '.join(repr(i) for i in side['indexes'])}))` + `bulk_import` "
              f"(triggers on) in {side['generate_and_import_seconds']:.0f} s including generation; "
              f"file {side['db_bytes'] / 1e9:.2f} GB.  \n")
-    L.append("Index sizes (`Archive.index_sizes()`): " + ", ".join(
+    L.append("Index sizes (`archive.indexes.sizes()`): " + ", ".join(
         f"{k} {v / 1e6:,.0f} MB ({v / text:.3f}× text)" for k, v in sizes.items() if k != "text")
         + f"; text {text / 1e6:,.0f} MB. Build time per index (rebuild, one at a time): see the `index` "
           "section above.\n")

@@ -201,7 +201,7 @@ def tokenizer_cost(pairs, repeat: int, passes: int = 20):
             c0 = time.process_time()
             for _ in range(passes):
                 for d in data:
-                    tok(d, 0x0004, None)
+                    tok(d, apsw.FTS5_TOKENIZE_DOCUMENT, None)
             times[name].append(time.process_time() - c0)
     toks.clear()
     conn.close()

@@ -4,7 +4,7 @@ The binding itself is ``load(conn)`` and ``loadable_path()``; the rest of the
 package (archive, query router, session search) builds on them.
 """
 from ._native import cjk_ranges, fold, is_cjk, split_cjk
-from .errors import CjkTokenizerError, ExtensionError, QueryError, TimeValueError
+from .errors import ArchiveError, CjkTokenizerError, ExtensionError, QueryError, TimeValueError
 from .loader import ENTRY_POINT, TOKENIZER, load, loadable_path
 from .query import parse as parse_query  # the query language: none of these imports APSW at import time
 from .search import Hit, run_search
@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 
 # The archive needs APSW; imported on first use so that ``load()`` alone works
 # in a process that only has the stdlib sqlite3.
-_LAZY = {"Archive": "archive", "ArchiveError": "archive", "InputError": "records", "Progress": "indexing"}
+_LAZY = {"Archive": "archive", "InputError": "records", "Progress": "indexing"}
 
 
 def __getattr__(name):

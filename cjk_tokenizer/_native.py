@@ -74,6 +74,13 @@ def version() -> str:
     return m.ffi.string(m.lib.cjk_version()).decode("ascii")
 
 
+def gap_token() -> str:
+    """The token cjk_unicode61 puts between two CJK runs that must not form a
+    phrase across the text between them (csrc/cjk_tokenizer.h, CJK_GAP_TOKEN)."""
+    m = _need()
+    return m.ffi.string(m.lib.CJK_GAP_TOKEN).decode("utf-8")
+
+
 def module_path() -> str | None:
     """File of the compiled cffi module (importing it maps the library load() hands SQLite)."""
     return None if _mod is None else os.path.abspath(_mod.__file__)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import copy
 import json
 
-from .schema import ROLES
-from .session_search import SORTS, infer_mode, session_search
+from .constants import ROLES, SORTS
+from .session_search import respond
 
 __all__ = [
     "SESSION_SEARCH_TOOL_ANTHROPIC",
@@ -158,8 +158,6 @@ def tool_definitions() -> dict:
 SESSION_SEARCH_TOOL_OPENAI = tool_definitions()["openai"]
 SESSION_SEARCH_TOOL_ANTHROPIC = tool_definitions()["anthropic"]
 
-_ALLOWED = tuple(_PROPERTIES)
-
 
 def _error(mode: str, code: str, message: str, argument: str | None = None) -> dict:
     err = {"code": code, "message": message}
@@ -201,11 +199,4 @@ def _handle(archive, arguments) -> dict:
     given, error = _parse(arguments)
     if error is not None:
         return error
-    args = {k: v for k, v in given.items() if v is not None}
-    mode = infer_mode(args.get("query"), args.get("session_id"), args.get("around_message_id"))
-    unknown = sorted(k for k in args if k not in _ALLOWED)
-    if unknown:
-        return _error(mode, "unknown_argument",
-                      f"unknown argument(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(_ALLOWED)}",
-                      unknown[0])
-    return session_search(archive, **args)
+    return respond(archive, given)  # nulls, unknown keys and types: session_search.parse_arguments

@@ -23,7 +23,7 @@ Decisions callers rely on:
   other processes until this one first writes a message, when it goes stale
   (its triggers would need the tokenizer); writes go on, and the index
   catches up incrementally once the extension is back (``auto_catch_up`` at
-  open when the backlog is small, else ``catch_up()``).
+  open when the backlog is small, else ``indexes.catch_up()``).
 * ``fold_variants=True`` creates an archive whose cjk index (and every
   route without it) folds Han variants: Traditional and Simplified spellings
   of a character compare equal (項目 = 项目; see the README for what that costs
@@ -42,13 +42,16 @@ Decisions callers rely on:
   unicode61; trigram is opt-in; unicode61 is required).  For an existing archive None
   means "as configured"; a given set adds missing indexes (filled by
   catch-up) and refuses to silently drop existing ones — use
-  :meth:`Archive.drop_index`.
+  ``archive.indexes.drop(route)``.
 * ``bulk_import`` commits one transaction per batch and inserts each batch
   with a single statement (see ``_stage``); a crash loses at most the batch
   in flight, never half of one.
-* ``integrity_check`` runs FTS5's 'integrity-check', which reads the whole
-  index and holds the write lock meanwhile: a maintenance call, not a health
-  probe for every open.
+* ``archive.indexes`` (indexing.Indexes) administers the FTS indexes:
+  ``status()``, ``live()``, ``catch_up()``, ``rebuild()``, ``add()``,
+  ``pause()``, ``drop()``, ``integrity_check()`` and ``sizes()``.
+* Archives record the schema version their tables need (schema.py): one
+  created with ``cjk_unigrams`` or ``fold_variants`` is version 2, which an
+  older release refuses with a one-line error; this release opens 1 and 2.
 * An ``Archive`` may be shared between threads (calls are serialized by a
   lock); for parallel reads open one ``Archive`` per thread.
 """
@@ -58,28 +61,31 @@ import os
 import threading
 import uuid
 import warnings
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable
 
 import apsw
 
 from . import indexing, records
 from .db import connect, immediate, use_wal
-from .errors import CjkTokenizerError, ExtensionError
+from .errors import ArchiveError, ExtensionError
+from .indexing import Indexes
 from .loader import load
-from .records import InputError
+from .records import MESSAGE_COLUMNS, InputError, MessageRow
 
 if TYPE_CHECKING:
     from .importers.driver import ImportReport
     from .search import Hit
 from .schema import (
     BASE_DDL,
-    cjk_unigrams,
+    BASE_VERSION,
     DEFAULT_ROUTES,
-    FTS_COLUMNS,
     FTS_INDEXES,
+    READABLE_VERSIONS,
     REQUIRED_ROUTES,
-    SCHEMA_VERSION,
+    cjk_unigrams,
+    raise_version,
     record_fold_variants,
+    user_version,
 )
 from .schema import fold_variants as fold_variants_of
 
@@ -87,20 +93,13 @@ __all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
 
 Progress = indexing.Progress
 
-
-class ArchiveError(CjkTokenizerError):
-    """The file is not an archive this version can open, or an index operation is impossible here."""
-
-
 _UNSET = object()
 # bulk_import commits early when a batch holds this much text, so a run of huge
 # tool outputs does not pile up in memory (and in one transaction).
 BULK_BATCH_CHARS = 64 * 2**20
-_MSG_COLS = "id, session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata"
-_INSERT_MSG = (
-    "INSERT INTO messages(session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, "
-    "timestamp, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
+_COLS = ", ".join(MESSAGE_COLUMNS)
+_MSG_COLS = "id, " + _COLS
+_INSERT_MSG = f"INSERT INTO messages({_COLS}) VALUES ({', '.join('?' for _ in MESSAGE_COLUMNS)})"
 _SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_active"
 
 
@@ -119,9 +118,7 @@ def _maybe_json(value):
 
 
 def _message(row) -> dict:
-    keys = ("id", "session_id", "role", "content", "reasoning", "tool_name", "tool_calls",
-            "tool_call_id", "timestamp", "metadata")
-    out = dict(zip(keys, row))
+    out = dict(zip(("id", *MESSAGE_COLUMNS), row))
     out["tool_calls"] = _maybe_json(out["tool_calls"])
     out["metadata"] = _maybe_json(out["metadata"]) or {}
     return out
@@ -189,10 +186,13 @@ class Archive:
     synchronous    SQLite's PRAGMA synchronous (see db.connect).
     auto_catch_up  at open, bring stale/new indexes up to date if no more
                    than this many rows are behind (0: never; then call
-                   catch_up()).  Larger backlogs are left for an explicit,
-                   chunked catch_up() so opening never blocks for long.
+                   indexes.catch_up()).  Larger backlogs are left for an
+                   explicit, chunked catch-up so opening never blocks for long.
     fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
                    recorded (off for a new one).  ``self.fold_variants`` says.
+
+    ``self.indexes`` (indexing.Indexes) administers the FTS indexes: status,
+    catch-up, rebuild, add/pause/drop, integrity check, sizes.
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool | None = None, create: bool = True,
@@ -200,15 +200,15 @@ class Archive:
                  synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False,
                  fold_variants: bool | None = None, cjk_unigrams: bool = True) -> None:
         self.path = _check_path(path)
-        self._cjk_unigrams = bool(cjk_unigrams)  # used when the cjk table is created (schema.fts_ddl)
         if readonly is not None and not isinstance(readonly, bool):
             raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
         if fold_variants is not None and not isinstance(fold_variants, bool):
             raise ValueError(f"fold_variants must be True, False or None, not {fold_variants!r}")
         self._fold_variants_arg = fold_variants
         self.fold_variants = False
-        self._cjk_prefix = bool(cjk_prefix)  # used when the cjk table is created (schema.fts_ddl)
         self._lock = threading.RLock()
+        # cjk_prefix and cjk_unigrams are used when a cjk table is created (schema.fts_ddl)
+        self.indexes = Indexes(self, prefix=bool(cjk_prefix), unigrams=bool(cjk_unigrams))
         self._conn = None
         if os.path.isdir(self.path):
             raise ArchiveError(f"{self.path} is a directory, not an archive file")
@@ -250,7 +250,7 @@ class Archive:
                 self._check_file()
             except apsw.NotADBError:
                 raise ArchiveError(f"{self.path} is not a SQLite database") from None
-            if (readonly or not create) and self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+            if (readonly or not create) and user_version(self._conn) == 0:
                 why = "it was opened read-only" if readonly else "this call does not create archives"
                 raise ArchiveError(f"{self.path} is not a cjk_tokenizer archive (an empty database); "
                                    f"left as it is: {why}")
@@ -274,10 +274,9 @@ class Archive:
                                    f"is fixed when an archive is created (open it with fold_variants=None)")
             # A live index this host cannot tokenize stays live while we only
             # read (others keep being served by it); _write demotes it.
-            indexing.reconcile(self._conn, extension_loaded=self.extension_loaded, prefix=self._cjk_prefix,
-                               demote=False, unigrams=self._cjk_unigrams)
-            if auto_catch_up and self._behind_total(cap=auto_catch_up) <= auto_catch_up:
-                self.catch_up()
+            self.indexes._reconcile(demote=False)
+            if auto_catch_up:
+                self.indexes._catch_up_at_open(auto_catch_up)
         except BaseException:
             self._conn.close()
             self._conn = None
@@ -313,7 +312,7 @@ class Archive:
     def _check_file(self) -> None:
         """Refuse, before changing anything in it, a file that is not an archive we can read."""
         conn = self._conn
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        version = user_version(conn)
         if version == 0:
             others = conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
@@ -321,9 +320,10 @@ class Archive:
             if others:
                 raise ArchiveError(f"{self.path} is a SQLite database but not a cjk_tokenizer archive "
                                    f"(it has tables such as {others[0][0]!r})")
-        elif version != SCHEMA_VERSION:
+        elif version not in READABLE_VERSIONS:
             raise ArchiveError(
-                f"{self.path} has schema version {version}; this cjk_tokenizer reads version {SCHEMA_VERSION}"
+                f"{self.path} has schema version {version}; this cjk_tokenizer reads versions "
+                f"{', '.join(map(str, READABLE_VERSIONS))} (a newer release made it: upgrade cjk-tokenizer)"
             )
         else:
             for (route,) in conn.execute("SELECT route FROM index_state"):
@@ -333,9 +333,9 @@ class Archive:
 
     def _open_schema(self, indexes) -> None:
         conn = self._conn
-        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+        if user_version(conn) == 0:
             with immediate(conn):
-                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # nobody beat us to it
+                if user_version(conn) == 0:  # nobody beat us to it
                     self._create(indexes or DEFAULT_ROUTES)
                     return
         if indexes is None:
@@ -345,11 +345,11 @@ class Archive:
         if extra:
             raise ArchiveError(
                 f"the archive also has the {', '.join(sorted(extra))} index(es), not in indexes=; "
-                "dropping one is explicit: call Archive.drop_index(route)"
+                "dropping one is explicit: call archive.indexes.drop(route)"
             )
         for route in indexes:
             if route not in have:
-                self.add_index(route)
+                self.indexes.add(route)
 
     def _create(self, routes) -> None:
         conn = self._conn
@@ -357,10 +357,9 @@ class Archive:
         for ddl in BASE_DDL:
             conn.execute(ddl)
         record_fold_variants(conn, bool(self._fold_variants_arg))
+        raise_version(conn, BASE_VERSION)  # creating a table that needs more raises it further
         for route in routes:
-            indexing.create_index(conn, route, extension_loaded=self.extension_loaded, empty_table=True,
-                                  prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self.indexes._create(route, empty_table=True)
 
     # ------------------------------------------------------------------ writing
 
@@ -413,16 +412,16 @@ class Archive:
             except apsw.SQLError as exc:
                 if self.extension_loaded or "no such tokenizer" not in str(exc):
                     raise
-            indexing.reconcile(self._conn, extension_loaded=False)
+            self.indexes._reconcile(demote=True)
             with immediate(self._conn):
                 return work()
 
     def _ensure_session(self, sid: str, started_at: float) -> None:
         self._conn.execute("INSERT OR IGNORE INTO sessions(id, started_at) VALUES (?, ?)", (sid, started_at))
 
-    def _insert(self, sid: str, row: tuple) -> int:
-        self._ensure_session(sid, row[6])
-        self._conn.execute(_INSERT_MSG, (sid, *row))
+    def _insert(self, row: MessageRow) -> int:
+        self._ensure_session(row.session_id, row.timestamp)
+        self._conn.execute(_INSERT_MSG, row)
         return self._conn.last_insert_rowid()
 
     def add_message(self, session_id: str, role: str, content: str | None = None, *, reasoning: str | None = None,
@@ -430,21 +429,20 @@ class Archive:
                     timestamp: float | str | None = None, metadata: dict | None = None) -> int:
         """Append one message and return its id.
 
-        ``role`` is one of schema.ROLES; ``tool_calls`` a list (stored as JSON)
+        ``role`` is one of constants.ROLES; ``tool_calls`` a list (stored as JSON)
         or JSON text; ``timestamp`` epoch seconds, ISO-8601 text or a datetime
         by the package's one time rule (timeutil.py; no zone means UTC;
         default: now).  The session is created if it does not exist.
         """
-        sid = records.ident(session_id, "session_id")
-        row = records.message_row(role, content, reasoning=reasoning, tool_name=tool_name, tool_calls=tool_calls,
-                                  tool_call_id=tool_call_id, timestamp_=timestamp, metadata=metadata)
-        return self._write(lambda: self._insert(sid, row))
+        row = records.message_row(session_id, role, content, reasoning=reasoning, tool_name=tool_name,
+                                  tool_calls=tool_calls, tool_call_id=tool_call_id, timestamp_=timestamp,
+                                  metadata=metadata)
+        return self._write(lambda: self._insert(row))
 
     def add_openai_message(self, session_id: str, msg: dict) -> int:
         """Append an OpenAI-style message dict (see records.py for what is accepted)."""
-        sid = records.ident(session_id, "session_id")
-        row = records.openai_row(msg)
-        return self._write(lambda: self._insert(sid, row))
+        row = records.openai_row(session_id, msg)
+        return self._write(lambda: self._insert(row))
 
     def add_messages(self, session_id: str, messages: Iterable[dict]) -> list[int]:
         """Append OpenAI-style message dicts in one transaction; all or nothing."""
@@ -452,10 +450,10 @@ class Archive:
         rows = []
         for i, msg in enumerate(messages):
             try:
-                rows.append(records.openai_row(msg))
+                rows.append(records.openai_row(sid, msg))
             except InputError as exc:
                 raise InputError(f"message #{i}: {exc}") from None
-        return self._write(lambda: [self._insert(sid, row) for row in rows])
+        return self._write(lambda: [self._insert(row) for row in rows])
 
     def bulk_import(self, messages: Iterable[dict], *, session_id: str | None = None, batch_size: int = 2000,
                     progress: Callable[[int], Any] | None = None) -> int:
@@ -475,7 +473,7 @@ class Archive:
             raise ValueError("batch_size must be at least 1")
         default_sid = None if session_id is None else records.ident(session_id, "session_id")
         committed = 0
-        batch: list[tuple] = []
+        batch: list[MessageRow] = []
         chars = 0
 
         def flush():
@@ -494,12 +492,12 @@ class Archive:
                 sid = msg.get("session_id", default_sid)
                 if sid is None:
                     raise InputError("no session_id in the record and no session_id= given")
-                batch.append((records.ident(sid, "session_id"), *records.openai_row(msg)))
+                batch.append(records.openai_row(sid, msg))
             except InputError as exc:
                 err = InputError(f"record #{i}: {exc} ({committed} messages committed before it)")
                 err.committed = committed
                 raise err from None
-            chars += sum(len(v) for v in batch[-1][2:6] if v)
+            chars += batch[-1].text_chars()
             if len(batch) >= batch_size or chars >= BULK_BATCH_CHARS:
                 flush()
         if batch:
@@ -518,18 +516,15 @@ class Archive:
         so live and pending indexes are handled alike.
         """
         conn = self._conn
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS bulk_staging (seq INTEGER PRIMARY KEY, session_id, role, content, "
-            "reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata)"
-        )
+        conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS bulk_staging (seq INTEGER PRIMARY KEY, {_COLS})")
         first_seen: dict = {}
         for row in batch:
-            first_seen.setdefault(row[0], row[7])
+            first_seen.setdefault(row.session_id, row.timestamp)
         conn.executemany("INSERT OR IGNORE INTO sessions(id, started_at) VALUES (?, ?)", first_seen.items())
-        cols = "session_id, role, content, reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata"
+        marks = ", ".join("?" for _ in MESSAGE_COLUMNS)
         try:
-            conn.executemany(f"INSERT INTO temp.bulk_staging({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-            conn.execute(f"INSERT INTO messages({cols}) SELECT {cols} FROM temp.bulk_staging ORDER BY seq")
+            conn.executemany(f"INSERT INTO temp.bulk_staging({_COLS}) VALUES ({marks})", batch)
+            conn.execute(f"INSERT INTO messages({_COLS}) SELECT {_COLS} FROM temp.bulk_staging ORDER BY seq")
         finally:
             conn.execute("DELETE FROM temp.bulk_staging")
 
@@ -679,13 +674,13 @@ class Archive:
         Returns a list of Hit with ``next_cursor`` (search.Hits): pass it as
         ``cursor=`` for the next newest/oldest page; ``offset`` pages any sort.
 
-        Only live indexes this host can tokenize are used (``live_indexes()``,
+        Only live indexes this host can tokenize are used (``indexes.live()``,
         read afresh on every call); ``options`` go to search.run_search as is.
         """
         from .search import run_search
 
         with self._lock:
-            return run_search(self._conn, query, live_indexes=self.live_indexes(),
+            return run_search(self._conn, query, live_indexes=self.indexes.live(),
                               cjk_unigrams=cjk_unigrams(self._conn),
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
@@ -700,7 +695,7 @@ class Archive:
         from .search import explain
 
         with self._lock:
-            return explain(query, self.live_indexes(), cjk_unigrams=cjk_unigrams(self._conn),
+            return explain(query, self.indexes.live(), cjk_unigrams=cjk_unigrams(self._conn),
                            fold_variants=self.fold_variants, conn=self._conn, **options)
 
     def session_search(self, query: str | None = None, session_id: str | None = None,
@@ -720,173 +715,3 @@ class Archive:
                               window=window, limit=limit, include_reasoning=include_reasoning, roles=roles,
                               after=after, before=before, sort=sort, exclude_session_ids=exclude_session_ids,
                               offset=offset, cursor=cursor)
-
-    # ------------------------------------------------------------------ indexes
-
-    def _available(self, route: str) -> bool:
-        return indexing.tokenizer_available(route, self.extension_loaded)
-
-    def live_indexes(self) -> set[str]:
-        """Routes that may be served now: live, and their tokenizer is registered here."""
-        with self._lock:
-            return {r for r, (s, _) in indexing.states(self._conn).items() if s == "live" and self._available(r)}
-
-    def index_status(self) -> dict[str, dict]:
-        """Per configured index: exists, status, served, behind (rows to index), indexed_upto, backlog."""
-        out = {}
-        with self._lock:
-            conn = self._conn
-            for route, (status, upto) in indexing.states(conn).items():
-                table = FTS_INDEXES[route][0]
-                exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is not None
-                backlog = conn.execute("SELECT count(*) FROM fts_backlog WHERE route = ?", (route,)).fetchone()[0]
-                out[route] = {
-                    "exists": exists,
-                    "status": status,
-                    "served": status == "live" and self._available(route),
-                    "tokenizer_available": self._available(route),
-                    "behind": indexing.behind(conn, route),
-                    "indexed_upto": upto,
-                    "backlog": int(backlog),
-                }
-        return out
-
-    def _behind_total(self, cap: int) -> int:
-        return sum(indexing.behind(self._conn, r, cap=cap) for r, (s, _) in indexing.states(self._conn).items()
-                   if s in ("stale", "building") and self._available(r))
-
-    def catch_up_iter(self, route: str | None = None, *, chunk: int = 1000,
-                      target_seconds: float | None = 0.25) -> Iterator[Progress]:
-        """Yield a :class:`Progress` after each committed chunk of catch-up work.
-
-        Covers ``route`` or every stale/building index this host can tokenize.
-        Stop iterating whenever you like: finished chunks stay, and the next
-        call resumes.  Each chunk starts at ``chunk`` rows and adapts to take
-        about ``target_seconds`` (None keeps it fixed).  Not to be shared
-        between threads while running.
-        """
-        self._check_writable("update indexes")
-        routes = self._catchable(route)
-        for r in routes:
-            yield from indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
-
-    def _catchable(self, route) -> list[str]:
-        st = indexing.states(self._conn)
-        if route is not None:
-            if route not in st:
-                raise ArchiveError(f"the archive has no {route!r} index")
-            if not self._available(route):
-                raise ArchiveError(f"cannot index {route!r} here: {self.extension_error}")
-            return [route]
-        return [r for r, (s, _) in st.items() if s in ("stale", "building") and self._available(r)]
-
-    def _drive(self, steps, progress) -> bool:
-        for p in steps:
-            if progress is not None and progress(p) is False:
-                return False
-        return True
-
-    def catch_up(self, progress: Callable[[Progress], bool] | None = None, *, route: str | None = None,
-                 chunk: int = 1000,
-                 target_seconds: float | None = 0.25) -> bool:
-        """Bring stale/building indexes up to date incrementally, in committed chunks.
-
-        ``progress(Progress)`` is called after each chunk; returning False stops
-        (resume with another call).  KeyboardInterrupt is safe too.  Returns True
-        when every index this host can tokenize is live.
-        """
-        with self._lock:
-            if not self._drive(self.catch_up_iter(route, chunk=chunk, target_seconds=target_seconds), progress):
-                return False
-            return all(v["status"] == "live" for v in self.index_status().values() if v["tokenizer_available"])
-
-    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool] | None = None, *,
-                restart: bool = False, chunk: int = 1000,
-                target_seconds: float | None = 0.25) -> bool:
-        """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
-
-        An index already 'building' (an interrupted rebuild, a new index)
-        continues where it stopped unless ``restart=True``.  Progress and
-        stopping work as in :meth:`catch_up`.
-        """
-        self._check_writable("rebuild indexes")
-        with self._lock:
-            st = indexing.states(self._conn)
-            routes = [route] if route is not None else [r for r in st if self._available(r)]
-            for r in routes:
-                self._catchable(r)  # checks it exists and can be tokenized here
-                if restart or st[r][0] != "building":
-                    indexing.start_rebuild(self._conn, r, prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
-            for r in routes:
-                steps = indexing.catch_up_steps(self._conn, r, chunk=chunk, target_seconds=target_seconds)
-                if not self._drive(steps, progress):
-                    return False
-            return True
-
-    def add_index(self, route: str) -> None:
-        """Add an index to this archive; it is filled by catch_up()/rebuild() (or auto_catch_up at open)."""
-        if route not in FTS_INDEXES:
-            raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
-        with self._lock, self._tx(f"add the {route} index"):
-            if route in indexing.states(self._conn):
-                return
-            empty = self._conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 0
-            indexing.create_index(self._conn, route, extension_loaded=self.extension_loaded, empty_table=empty,
-                                  prefix=self._cjk_prefix, unigrams=self._cjk_unigrams)
-
-    def pause_index(self, route: str = "cjk") -> bool:
-        """Mark a live index stale so writers without its tokenizer can write.
-
-        A connection that lacks the tokenizer (the sqlite3 shell or stdlib
-        sqlite3 without the extension loaded) cannot write messages while the
-        index is live: its triggers fail with "no such tokenizer".  Paused,
-        the index records changes instead and is not served; ``catch_up()``
-        (or auto_catch_up when an archive with the extension opens) resumes
-        it.  Returns False if it was not live.  Works with or without the
-        extension here.
-        """
-        with self._lock:
-            if route not in indexing.states(self._conn):
-                raise ArchiveError(f"the archive has no {route!r} index")
-            return indexing.pause(self._conn, route)
-
-    def drop_index(self, route: str) -> None:
-        """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""
-        if route in REQUIRED_ROUTES:
-            raise ArchiveError(f"the {route} index is required and cannot be dropped")
-        with self._lock:
-            if route not in indexing.states(self._conn):
-                return
-            if not self._available(route):
-                raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
-                                   f"({self.extension_error})")
-            with self._tx(f"drop the {route} index"):
-                indexing.drop_index(self._conn, route)
-
-    def integrity_check(self) -> dict[str, str]:
-        """'ok', an error, or 'skipped: …' per index, plus 'database' (PRAGMA quick_check)."""
-        out = {}
-        with self._lock:
-            for route, (status, _) in indexing.states(self._conn).items():
-                if status == "absent":
-                    out[route] = "skipped: no table"
-                elif not self._available(route):
-                    out[route] = f"skipped: tokenizer unavailable ({self.extension_error})"
-                elif self.readonly:  # FTS5 runs its check as a write statement
-                    out[route] = "skipped: the archive is open read-only"
-                else:
-                    out[route] = indexing.integrity_check(self._conn, route, status)
-            try:
-                rows = [r[0] for r in self._conn.execute("PRAGMA quick_check")]
-                out["database"] = "ok" if rows == ["ok"] else "; ".join(map(str, rows))
-            except apsw.Error as exc:
-                out["database"] = f"{type(exc).__name__}: {exc}"
-        return out
-
-    def index_sizes(self) -> dict[str, int]:
-        """Bytes on disk per existing index (FTS5 shadow tables), plus 'text': bytes of indexed text."""
-        with self._lock:
-            sizes = indexing.index_sizes(self._conn)
-            cols = " + ".join(f"coalesce(octet_length({c}), 0)" for c in FTS_COLUMNS)
-            sizes["text"] = int(self._conn.execute(f"SELECT coalesce(sum({cols}), 0) FROM messages").fetchone()[0])
-        return sizes

@@ -13,16 +13,17 @@ as an option.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict
 
+from .constants import DEFAULT_SORT, FTS_ROUTES, ROLES, ROUTES, SORTS, TOKENIZE_MODES
 from .errors import CjkTokenizerError
 from .timeutil import FORMATS_HELP
-
-GAP = "\x1e"
 
 
 def _cmd_path(args) -> int:
@@ -33,11 +34,14 @@ def _cmd_path(args) -> int:
 
 
 def _cmd_tokenize(args) -> int:
+    from ._native import gap_token
     from .tokens import tokenize
 
     data = args.text.encode("utf-8", "surrogatepass")
-    for token, start, end, colocated in tokenize(args.text, mode=args.mode, args=args.arg or ()):
-        shown = "\\x1e (gap)" if token == GAP else token
+    tokens = tokenize(args.text, mode=args.mode, args=args.arg or ())
+    gap = gap_token()
+    for token, start, end, colocated in tokens:
+        shown = repr(gap)[1:-1] + " (gap)" if token == gap else token
         original = data[start:end].decode("utf-8", "replace")
         print(f"{'  +' if colocated else ''}{shown}\t{start}-{end}\t{original!r}")
     return 0
@@ -167,12 +171,12 @@ def _cmd_rebuild(args) -> int:
 
     with _open_archive(args.db, auto_catch_up=0) as ar:
         if args.full:
-            done = ar.rebuild(args.route, progress, restart=True)
+            done = ar.indexes.rebuild(args.route, progress, restart=True)
         else:
-            done = ar.catch_up(progress, route=args.route)
+            done = ar.indexes.catch_up(progress, route=args.route)
         if last:
             bar.finish(last[0].done, last[0].done + last[0].behind, "done" if done else "stopped")
-        for route, st in ar.index_status().items():
+        for route, st in ar.indexes.status().items():
             print(f"{route}: {st['status']}{'' if st['served'] else ' (not served here)'}, {st['behind']:,} behind")
     return 0
 
@@ -232,14 +236,32 @@ class _VersionAction(argparse.Action):
 
 def _add_search_filters(p):
     p.add_argument("--reasoning", action="store_true", help="also search the models' reasoning")
-    p.add_argument("--role", action="append", choices=["system", "developer", "user", "assistant", "tool"],
+    p.add_argument("--role", action="append", choices=ROLES,
                    help="only these roles (repeatable)")
     p.add_argument("--session", help="only this session id")
     p.add_argument("--after", help="only messages at or after this time: " + FORMATS_HELP)
     p.add_argument("--before", help="only messages before this time (same formats)")
-    p.add_argument("--sort", default="relevance", choices=["relevance", "newest", "oldest"])
+    p.add_argument("--sort", default=DEFAULT_SORT, choices=SORTS)
     p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--route", choices=["cjk", "unicode61", "trigram", "scan"], help="force a route (debugging)")
+    p.add_argument("--route", choices=ROUTES, help="force a route (debugging)")
+
+
+class _ChoicesOf(Sequence):
+    """An option's choices, read from ``module.name`` only when needed (the option
+    given, or --help): the list keeps its one definition without every command
+    importing the module that holds it (the importers cost a noticeable start-up)."""
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def _names(self) -> tuple:
+        return tuple(getattr(importlib.import_module(self.module, __package__), self.name))
+
+    def __getitem__(self, i):
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -268,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tokenize", help="show the tokens cjk_unicode61 makes of TEXT (UTF-8 byte offsets)")
     p.add_argument("text")
-    p.add_argument("--mode", default="document", choices=["document", "query", "prefix", "aux"])
+    p.add_argument("--mode", default="document", choices=TOKENIZE_MODES)
     p.add_argument("--arg", action="append", help="a tokenizer argument (repeat: --arg remove_diacritics --arg 2)")
     p.set_defaults(func=_cmd_tokenize)
 
@@ -295,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("db")
     p.add_argument("sources", nargs="+", metavar="SOURCE",
                    help="a file, a folder (every file of the format under it) or - (stdin)")
-    p.add_argument("--format", default="auto", choices=["auto", "openai", "claude-code", "codex", "hermes"],
+    p.add_argument("--format", default="auto", choices=_ChoicesOf(".importers.driver", "FORMAT_CHOICES"),
                    help="the sources' format (default: detected per file)")
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
@@ -312,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write DB's sessions as JSONL (imports back) or Markdown (to read)")
     p.add_argument("db")
     p.add_argument("--session", help="only this session id")
-    p.add_argument("--format", default="jsonl", choices=["jsonl", "markdown"])
+    p.add_argument("--format", default="jsonl", choices=_ChoicesOf(".export", "FORMATS"))
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.set_defaults(func=_cmd_export)
 
@@ -323,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rebuild", help="bring DB's indexes up to date (incremental; --full rebuilds)")
     p.add_argument("db")
-    p.add_argument("--route", choices=["cjk", "unicode61", "trigram"])
+    p.add_argument("--route", choices=FTS_ROUTES)
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of catching up")
     p.set_defaults(func=_cmd_rebuild)
 

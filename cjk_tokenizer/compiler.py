@@ -64,12 +64,11 @@ import math
 from dataclasses import dataclass
 
 from . import spellings
+from .constants import FTS_ROUTES, ROUTES
 from .query import Term
 from .schema import FTS_COLUMNS, FTS_INDEXES
 from .units import CJK
 
-ROUTES = ("cjk", "unicode61", "trigram", "scan")
-FTS_ROUTES = ("cjk", "unicode61", "trigram")
 
 # bm25 column weights, in FTS column order (content, reasoning, tool_name,
 # tool_calls): what was said ranks above what was thought; a hit in a tool's

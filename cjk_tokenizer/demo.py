@@ -101,7 +101,7 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
                 if line.get("type") == "session":
                     ar.update_session(line["id"], title=line["title"])
             took = time.perf_counter() - t0
-            sizes = ar.index_sizes()
+            sizes = ar.indexes.sizes()
             out(f"Built {path}: {n:,} messages in {ar.count_sessions():,} sessions, "
                 f"{sizes.get('text', 0) / 2**20:.1f} MiB of text, in {took:.1f} s "
                 f"(extension {'loaded' if ar.extension_loaded else 'NOT loaded: ' + str(ar.extension_error)}).")
@@ -109,7 +109,7 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
                 out(f"The bundled sessions are there once as they are; the other {scale - 1:,} copies are "
                     "synthetic haystack (every letter shifted within its script), which the searches below "
                     "must not find and a scan has to read.")
-            out("Indexes: " + ", ".join(f"{r} {sizes[r] / 2**20:.1f} MiB" for r in sorted(ar.live_indexes()) if r in sizes))
+            out("Indexes: " + ", ".join(f"{r} {sizes[r] / 2**20:.1f} MiB" for r in sorted(ar.indexes.live()) if r in sizes))
             # First use registers SQL functions and builds the scan route's table
             # of spellings; time the searches, not that.
             ar.search("warm up 预热", limit=1)

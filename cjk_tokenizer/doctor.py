@@ -95,8 +95,8 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
                                 f"{ar.count_messages():,} messages", True))
         rows.append(("extension here", "loaded" if ar.extension_loaded else f"not loaded: {ar.extension_error}",
                      ar.extension_loaded))
-        sizes = ar.index_sizes()
-        for route, st in ar.index_status().items():
+        sizes = ar.indexes.sizes()
+        for route, st in ar.indexes.status().items():
             ok = st["served"]
             detail = f"{st['status']}, {'served' if st['served'] else 'NOT served'}"
             if st["behind"] or st["backlog"]:
@@ -107,6 +107,6 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
                 detail += f", {sizes[route] / 2**20:,.1f} MiB"
             rows.append((f"index {route}", detail, ok))
         if integrity:
-            for route, verdict in ar.integrity_check().items():
+            for route, verdict in ar.indexes.integrity_check().items():
                 rows.append((f"integrity {route}", verdict, verdict == "ok" or verdict.startswith("skipped")))
     return rows

@@ -13,6 +13,10 @@ class ExtensionError(CjkTokenizerError):
     """
 
 
+class ArchiveError(CjkTokenizerError):
+    """The file is not an archive this version can open, or an index operation is impossible here."""
+
+
 class QueryError(CjkTokenizerError, ValueError):
     """A search query that no route can answer (for example, an empty one)."""
 

@@ -16,26 +16,35 @@ states").  This module moves indexes between them:
   triggers in the same transaction that sees nothing left to do.
 * ``start_rebuild``: empties an index ('delete-all') and sets it building
   from watermark 0; ``catch_up_steps`` then fills it.
+
+``Indexes`` (``archive.indexes``) is the public face of all this for one
+archive: status, catch-up, rebuild, adding, pausing and dropping an index,
+integrity checks and sizes.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable, Iterator
 
 import apsw
 
 from .db import immediate
+from .errors import ArchiveError
 from .schema import (
     EXTENSION_ROUTES,
     FTS_COLUMNS,
     FTS_INDEXES,
     MESSAGES,
+    REQUIRED_ROUTES,
     fold_variants,
     fts_ddl,
     fts_shadow_tables,
     fts_table,
     live_triggers,
     pending_triggers,
+    raise_version,
+    schema_version_of,
     trigger_names,
 )
 
@@ -125,7 +134,10 @@ FTS_SETTINGS = {"hashsize": 16 * 2**20}
 
 
 def _new_table(conn, route: str, prefix: bool, unigrams: bool, variants: bool) -> None:
-    conn.execute(fts_ddl(route, prefix=prefix, unigrams=unigrams, fold_variants=variants))
+    ddl = fts_ddl(route, prefix=prefix, unigrams=unigrams, fold_variants=variants)
+    conn.execute(ddl)
+    # in the same transaction: a reader too old for this table refuses the file, never half-opens it
+    raise_version(conn, schema_version_of(ddl))
     table = fts_table(route)
     for name, value in FTS_SETTINGS.items():
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (name, value))
@@ -396,3 +408,200 @@ def index_sizes(conn) -> dict[str, int]:
         ).fetchone()[0]
         out[route] = int(size)
     return out
+
+
+def _drive(steps, progress) -> bool:
+    """Run ``steps``, calling ``progress`` after each; False if it asked to stop."""
+    for p in steps:
+        if progress is not None and progress(p) is False:
+            return False
+    return True
+
+
+class Indexes:
+    """An archive's FTS indexes: which are served, their state, upkeep and upkeep's checks.
+
+    Reached as ``archive.indexes``; it works on the archive's connection under
+    the archive's lock, and the methods that write refuse a read-only archive
+    (ArchiveError naming the file).  ``prefix`` and ``unigrams`` are the
+    options a cjk table gets when one is created here (schema.fts_ddl).
+    """
+
+    def __init__(self, archive, *, prefix: bool, unigrams: bool) -> None:
+        self._ar = archive
+        self._prefix, self._unigrams = prefix, unigrams
+
+    def _available(self, route: str) -> bool:
+        return tokenizer_available(route, self._ar.extension_loaded)
+
+    def _create(self, route: str, *, empty_table: bool) -> None:
+        """create_index with this archive's options (inside a write transaction)."""
+        create_index(self._ar.conn, route, extension_loaded=self._ar.extension_loaded, empty_table=empty_table,
+                     prefix=self._prefix, unigrams=self._unigrams)
+
+    def _reconcile(self, *, demote: bool) -> list[str]:
+        """reconcile() for what this archive's connection can do (see there)."""
+        return reconcile(self._ar.conn, extension_loaded=self._ar.extension_loaded, prefix=self._prefix,
+                         demote=demote, unigrams=self._unigrams)
+
+    def live(self) -> set[str]:
+        """Routes that may be served now: live, and their tokenizer is registered here."""
+        with self._ar._lock:
+            return {r for r, (s, _) in states(self._ar.conn).items() if s == "live" and self._available(r)}
+
+    def status(self) -> dict[str, dict]:
+        """Per configured index: exists, status, served, tokenizer_available, behind (rows to
+        index), indexed_upto, backlog."""
+        out = {}
+        with self._ar._lock:
+            conn = self._ar.conn
+            for route, (status, upto) in states(conn).items():
+                backlog = conn.execute("SELECT count(*) FROM fts_backlog WHERE route = ?", (route,)).fetchone()[0]
+                out[route] = {
+                    "exists": _table_exists(conn, fts_table(route)),
+                    "status": status,
+                    "served": status == "live" and self._available(route),
+                    "tokenizer_available": self._available(route),
+                    "behind": behind(conn, route),
+                    "indexed_upto": upto,
+                    "backlog": int(backlog),
+                }
+        return out
+
+    def _catch_up_at_open(self, limit: int) -> None:
+        """Catch up when no more than ``limit`` rows are behind (counting stops past it)."""
+        conn = self._ar.conn
+        late = sum(behind(conn, r, cap=limit) for r, (s, _) in states(conn).items()
+                   if s in ("stale", "building") and self._available(r))
+        if late <= limit:
+            self.catch_up()
+
+    def _catchable(self, route) -> list[str]:
+        st = states(self._ar.conn)
+        if route is not None:
+            if route not in st:
+                raise ArchiveError(f"the archive has no {route!r} index")
+            if not self._available(route):
+                raise ArchiveError(f"cannot index {route!r} here: {self._ar.extension_error}")
+            return [route]
+        return [r for r, (s, _) in st.items() if s in ("stale", "building") and self._available(r)]
+
+    def catch_up_iter(self, route: str | None = None, *, chunk: int = 1000,
+                      target_seconds: float | None = 0.25) -> Iterator[Progress]:
+        """Yield a :class:`Progress` after each committed chunk of catch-up work.
+
+        Covers ``route`` or every stale/building index this host can tokenize.
+        Stop iterating whenever you like: finished chunks stay, and the next
+        call resumes.  Each chunk starts at ``chunk`` rows and adapts to take
+        about ``target_seconds`` (None keeps it fixed).  Not to be shared
+        between threads while running.
+        """
+        self._ar._check_writable("update indexes")
+        for r in self._catchable(route):
+            yield from catch_up_steps(self._ar.conn, r, chunk=chunk, target_seconds=target_seconds)
+
+    def catch_up(self, progress: Callable[[Progress], bool] | None = None, *, route: str | None = None,
+                 chunk: int = 1000, target_seconds: float | None = 0.25) -> bool:
+        """Bring stale/building indexes up to date incrementally, in committed chunks.
+
+        ``progress(Progress)`` is called after each chunk; returning False stops
+        (resume with another call).  KeyboardInterrupt is safe too.  Returns True
+        when every index this host can tokenize is live.
+        """
+        with self._ar._lock:
+            if not _drive(self.catch_up_iter(route, chunk=chunk, target_seconds=target_seconds), progress):
+                return False
+            return all(s == "live" for r, (s, _) in states(self._ar.conn).items() if self._available(r))
+
+    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool] | None = None, *,
+                restart: bool = False, chunk: int = 1000, target_seconds: float | None = 0.25) -> bool:
+        """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
+
+        An index already 'building' (an interrupted rebuild, a new index)
+        continues where it stopped unless ``restart=True``.  Progress and
+        stopping work as in :meth:`catch_up`.
+        """
+        self._ar._check_writable("rebuild indexes")
+        with self._ar._lock:
+            conn = self._ar.conn
+            st = states(conn)
+            routes = [route] if route is not None else [r for r in st if self._available(r)]
+            for r in routes:
+                self._catchable(r)  # checks it exists and can be tokenized here
+                if restart or st[r][0] != "building":
+                    start_rebuild(conn, r, prefix=self._prefix, unigrams=self._unigrams)
+            for r in routes:
+                if not _drive(catch_up_steps(conn, r, chunk=chunk, target_seconds=target_seconds), progress):
+                    return False
+            return True
+
+    def add(self, route: str) -> None:
+        """Add an index to the archive; it is filled by catch_up()/rebuild() (or auto_catch_up at open)."""
+        if route not in FTS_INDEXES:
+            raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
+        with self._ar._lock, self._ar._tx(f"add the {route} index"):
+            if route not in states(self._ar.conn):
+                self._create(route, empty_table=_max_id(self._ar.conn) == 0)
+
+    def pause(self, route: str = "cjk") -> bool:
+        """Mark a live index stale so writers without its tokenizer can write.
+
+        A connection that lacks the tokenizer (the sqlite3 shell or stdlib
+        sqlite3 without the extension loaded) cannot write messages while the
+        index is live: its triggers fail with "no such tokenizer".  Paused,
+        the index records changes instead and is not served; ``catch_up()``
+        (or auto_catch_up when an archive with the extension opens) resumes
+        it.  Returns False if it was not live.  Works with or without the
+        extension here.
+        """
+        with self._ar._lock:
+            if route not in states(self._ar.conn):
+                raise ArchiveError(f"the archive has no {route!r} index")
+            self._ar._check_writable(f"pause the {route} index")
+            return pause(self._ar.conn, route)
+
+    def drop(self, route: str) -> None:
+        """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""
+        if route in REQUIRED_ROUTES:
+            raise ArchiveError(f"the {route} index is required and cannot be dropped")
+        with self._ar._lock:
+            if route not in states(self._ar.conn):
+                return
+            if not self._available(route):
+                raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
+                                   f"({self._ar.extension_error})")
+            with self._ar._tx(f"drop the {route} index"):
+                drop_index(self._ar.conn, route)
+
+    def integrity_check(self) -> dict[str, str]:
+        """'ok', an error, or 'skipped: …' per index, plus 'database' (PRAGMA quick_check).
+
+        FTS5's check reads the whole index and holds the write lock meanwhile:
+        a maintenance call, not a health probe for every open."""
+        out = {}
+        with self._ar._lock:
+            conn = self._ar.conn
+            for route, (status, _) in states(conn).items():
+                if status == "absent":
+                    out[route] = "skipped: no table"
+                elif not self._available(route):
+                    out[route] = f"skipped: tokenizer unavailable ({self._ar.extension_error})"
+                elif self._ar.readonly:  # FTS5 runs its check as a write statement
+                    out[route] = "skipped: the archive is open read-only"
+                else:
+                    out[route] = integrity_check(conn, route, status)
+            try:
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check")]
+                out["database"] = "ok" if rows == ["ok"] else "; ".join(map(str, rows))
+            except apsw.Error as exc:
+                out["database"] = f"{type(exc).__name__}: {exc}"
+        return out
+
+    def sizes(self) -> dict[str, int]:
+        """Bytes on disk per existing index (FTS5 shadow tables), plus 'text': bytes of indexed text."""
+        with self._ar._lock:
+            conn = self._ar.conn
+            sizes = index_sizes(conn)
+            cols = " + ".join(f"coalesce(octet_length({c}), 0)" for c in FTS_COLUMNS)
+            sizes["text"] = int(conn.execute(f"SELECT coalesce(sum({cols}), 0) FROM {MESSAGES}").fetchone()[0])
+        return sizes

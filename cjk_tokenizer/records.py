@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import json
 import time
+from typing import NamedTuple
 
+from .constants import ROLES
 from .errors import CjkTokenizerError, TimeValueError
-from .schema import ROLES
+from .schema import FTS_COLUMNS
 from .timeutil import epoch_seconds
 
 
@@ -177,10 +179,34 @@ def role(value) -> str:
     return value
 
 
-def message_row(role_, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
-                tool_call_id=None, timestamp_=None, metadata=None) -> tuple:
-    """The column values (role .. metadata) of one message, validated."""
-    return (
+class MessageRow(NamedTuple):
+    """One message as the archive stores it, validated: the messages table's
+    columns after ``id``, in order, under their column names."""
+
+    session_id: str
+    role: str
+    content: str | None
+    reasoning: str | None
+    tool_name: str | None
+    tool_calls: str | None  # JSON text, or text as given
+    tool_call_id: str | None
+    timestamp: float
+    metadata: str | None  # JSON text of a dict, or None
+
+    def text_chars(self) -> int:
+        """Characters of text the FTS indexes take in (what bounds a batch)."""
+        return sum(len(getattr(self, c) or "") for c in FTS_COLUMNS)
+
+
+# The columns a message is written with, in MessageRow's order.
+MESSAGE_COLUMNS = MessageRow._fields
+
+
+def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
+                tool_call_id=None, timestamp_=None, metadata=None) -> MessageRow:
+    """The stored form of one message, validated."""
+    return MessageRow(
+        ident(session_id, "session_id"),
         role(role_),
         text(content, "content"),
         text(reasoning, "reasoning"),
@@ -207,8 +233,8 @@ def _parts_text(parts, extra: dict) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def openai_row(msg) -> tuple:
-    """The column values of an OpenAI-style message dict (see module doc)."""
+def openai_row(session_id, msg) -> MessageRow:
+    """The stored form of an OpenAI-style message dict in session ``session_id`` (see module doc)."""
     if not isinstance(msg, dict):
         raise InputError(f"a message must be a dict, not {type(msg).__name__}")
     extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS}
@@ -237,7 +263,7 @@ def openai_row(msg) -> tuple:
     if tool_calls == []:
         tool_calls = None
     return message_row(
-        role_, content,
+        session_id, role_, content,
         reasoning=reasoning_text,
         tool_name=msg.get("tool_name", msg.get("name") if role_ == "tool" else None),
         tool_calls=tool_calls,

@@ -29,8 +29,9 @@ imported       per source, the identity (``key``: the source's own id or line)
 The three import tables are created by the first import (``IMPORT_DDL``), so an
 archive made before they existed opens as it is and gains them then.
 
-``PRAGMA user_version`` is ``SCHEMA_VERSION``; an archive from a newer version
-is refused rather than half-understood.
+``PRAGMA user_version`` is one of ``READABLE_VERSIONS`` (see SCHEMA_VERSION
+below for what each means); an archive from a newer version is refused rather
+than half-understood.
 
 FTS5 indexes (external content on ``messages``, ``content_rowid='id'``), all
 over the same columns, in this order: content, reasoning, tool_name, tool_calls.
@@ -49,7 +50,7 @@ Tool results are messages with role 'tool' and are indexed whole.
 Index size per byte of indexed text, measured on an 8 MB corpus from
 bench/generate.py (after bulk import; after FTS5 'optimize'): cjk 0.74
 (0.70), unicode61 0.53 (0.50), trigram 2.82 (2.68).  Trigram is the one a
-large archive may want to drop (``Archive.drop_index``); bench/RESULTS.md
+large archive may want to drop (``archive.indexes.drop``); bench/RESULTS.md
 has the published numbers.
 
 Index states
@@ -83,11 +84,21 @@ from __future__ import annotations
 
 MESSAGES = "messages"
 SESSIONS = "sessions"
-SCHEMA_VERSION = 1
 
-# Roles add_message accepts.  'developer' is OpenAI's newer name for system
-# instructions; the legacy 'function' role is stored as 'tool' (records.py).
-ROLES = ("system", "developer", "user", "assistant", "tool")
+# Schema versions (``PRAGMA user_version``).  An archive records the lowest
+# version that describes it, so a reader that does not know a later one
+# refuses the file with a one-line error instead of failing inside SQLite.
+#
+# 1  the tables above; every FTS table's tokenize= is the one in FTS_INDEXES.
+# 2  as 1, but the cjk table's tokenize= may carry options version-1 readers'
+#    tokenizer does not know (CJK_V2_OPTIONS): opened by such a reader, the
+#    table fails in the tokenizer's constructor on the first statement.
+#
+# A new archive starts at 1 and is raised by ``raise_version`` when a table
+# needing more is created (``schema_version_of``); nothing lowers it.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+BASE_VERSION = 1
 
 # FTS columns, in index order.  Aux functions see only column numbers, so every
 # caller that labels columns uses this tuple.
@@ -95,7 +106,7 @@ FTS_COLUMNS = ("content", "reasoning", "tool_name", "tool_calls")
 # Columns searched unless include_reasoning=True.
 DEFAULT_COLUMNS = ("content", "tool_name", "tool_calls")
 
-# route name -> (fts table, tokenize= argument)
+# route name (constants.FTS_ROUTES, in that order) -> (fts table, tokenize= argument)
 FTS_INDEXES = {
     "cjk": ("messages_fts_cjk", "cjk_unicode61 remove_diacritics 2"),
     "unicode61": ("messages_fts_u61", "unicode61 remove_diacritics 2"),
@@ -241,6 +252,25 @@ def fts_table(route: str) -> str:
 # for every later write: a table created without it (by an earlier version,
 # or with cjk_unigrams=False) is tokenized as it always was.
 CJK_UNIGRAMS = "unigrams 1"
+CJK_FOLD_VARIANTS = "fold_variants 1"
+# Options a cjk table may carry that only schema version 2 readers know.
+CJK_V2_OPTIONS = (CJK_UNIGRAMS, CJK_FOLD_VARIANTS)
+
+
+def schema_version_of(ddl: str) -> int:
+    """The lowest schema version whose readers can use a table created by ``ddl``."""
+    return 2 if any(option in ddl for option in CJK_V2_OPTIONS) else BASE_VERSION
+
+
+def user_version(conn) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def raise_version(conn, version: int) -> None:
+    """Record that the archive now needs readers of ``version`` (inside the
+    transaction that made it so); a higher recorded version stays."""
+    if user_version(conn) < version:
+        conn.execute(f"PRAGMA user_version = {int(version)}")
 
 
 def cjk_unigrams(conn) -> bool:
@@ -263,7 +293,7 @@ def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False, fold_va
     """
     table, tokenize = FTS_INDEXES[route]
     if fold_variants and route == "cjk":
-        tokenize += " fold_variants 1"
+        tokenize += " " + CJK_FOLD_VARIANTS
     if unigrams and route == "cjk":
         tokenize += " " + CJK_UNIGRAMS
     cols = ", ".join(FTS_COLUMNS)

@@ -37,7 +37,7 @@ tied to its query: it only says where to continue.
 
 Filters
 -------
-roles (a role or a list of roles from schema.ROLES; any other name is an
+roles (a role or a list of roles from constants.ROLES; any other name is an
 error, not an empty result), session_id, and a half-open time range
 ``after <= timestamp < before`` (any value timeutil.py accepts: epoch seconds,
 ISO-8601 text or a datetime; no zone means UTC).  ``limit`` is 1..MAX_LIMIT.
@@ -105,16 +105,16 @@ from typing import Any, Iterable
 
 from . import _native
 from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
+from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError
 from .evaluate import checking, first_match, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
-from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, ROLES, SESSIONS
+from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
 from .snippet import ELLIPSIS, make_snippet
 from .timeutil import epoch_seconds
 from .units import clean
 
-SORTS = ("relevance", "newest", "oldest")
 MAX_LIMIT = 1000
 # Deepest page ``offset`` reaches; beyond it a cursor (newest/oldest) or a
 # time filter goes further at index speed.

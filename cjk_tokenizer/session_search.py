@@ -49,7 +49,16 @@ around text looked up again.  Messages whose session has no row in
 ``sessions`` (written by a tool without the archive's foreign keys) are
 shown in every mode; their session carries a ``note`` saying so.
 
+Arguments are checked before anything runs: ``parse_arguments`` turns them
+as given (a dict from the agent tool or the MCP server, or the keywords of
+``session_search``) into a ``SessionSearchArgs`` or raises
+SearchArgumentError; ``execute`` runs validated arguments and renders the
+result; ``respond`` does both and returns errors as results.
+
 Argument rules (documented safe meanings, else a structured error):
+
+* None means "not given", for every argument; a name that is not one of
+  ``ARGUMENTS`` is an ``unknown_argument`` error naming it.
 
 * ``window``: messages each side of the hit/anchor; an int.  Scroll: default
   5, clamped to 0..20.  Discovery: default 2, clamped to 0..10.  A clamp is
@@ -87,24 +96,31 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import unicodedata
+from dataclasses import dataclass, fields
+from typing import Any, Iterable, Mapping
 
 from .errors import CjkTokenizerError, QueryError, TimeValueError
-from .schema import ROLES
+from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
 from .timeutil import epoch_seconds
 
 __all__ = [
+    "ARGUMENTS",
     "BOOKEND_CHARS",
     "CONTEXT_CHARS",
     "ERROR_CODES",
     "HIT_CHARS",
     "LABELS",
     "PREVIEW_CHARS",
+    "SearchArgumentError",
+    "SessionSearchArgs",
     "cut_text",
+    "execute",
+    "parse_arguments",
+    "respond",
     "session_search",
 ]
 
-SORTS = ("relevance", "newest", "oldest")
 HIT_CHARS = 1500
 CONTEXT_CHARS = 600
 BOOKEND_CHARS = 300
@@ -129,6 +145,7 @@ LABELS = {
 }
 
 ERROR_CODES = (
+    "unknown_argument",    # a name that is not one of ARGUMENTS
     "bad_argument",        # wrong type or unusable value of an argument
     "bad_query",           # the query cannot be searched (e.g. empty)
     "bad_time_range",      # after >= before
@@ -350,45 +367,106 @@ def _str_list(name: str, value) -> list | None:
     return list(value)
 
 
-def _check_args(a: dict) -> dict:
-    a = dict(a)
-    a["query"] = _str("query", a["query"])
-    a["session_id"] = _str("session_id", a["session_id"])
-    a["around_message_id"] = _int("around_message_id", a["around_message_id"], allow_digits=True)
-    if a["around_message_id"] is not None and not 0 < a["around_message_id"] < 2**63:
-        raise SearchArgumentError("unknown_message", f"no message with id {a['around_message_id']} "
+@dataclass(frozen=True)
+class SessionSearchArgs:
+    """One call's arguments, validated by ``parse_arguments`` (see the module doc for the rules).
+
+    Types are checked, ``around_message_id`` is an int, times are epoch
+    seconds, ``roles`` and ``exclude_session_ids`` are collections, and
+    ``sort`` is resolved (the default, or the one a ``cursor`` belongs to).
+    ``window``, ``limit`` and ``offset`` stay None when not given: their
+    defaults and clamps depend on the mode.
+    """
+
+    query: str | None = None
+    session_id: str | None = None
+    around_message_id: int | None = None
+    window: int | None = None
+    limit: int | None = None
+    include_reasoning: bool = False
+    roles: tuple[str, ...] | None = None
+    after: float | None = None
+    before: float | None = None
+    sort: str = DEFAULT_SORT
+    exclude_session_ids: frozenset[str] = frozenset()
+    offset: int | None = None
+    cursor: str | None = None
+
+    @property
+    def mode(self) -> str:
+        return infer_mode(self.query, self.session_id, self.around_message_id)
+
+
+# The argument names, in the order the agent tool's schema lists them.
+ARGUMENTS = tuple(f.name for f in fields(SessionSearchArgs))
+
+
+def _given(raw: Mapping[str, Any]) -> dict:
+    """The arguments actually given: None means "not given" (models often send every key)."""
+    if not isinstance(raw, Mapping):
+        raise SearchArgumentError("bad_argument", f"arguments must be a mapping of names to values, "
+                                                  f"not {type(raw).__name__}")
+    return {k: v for k, v in raw.items() if v is not None}
+
+
+def _check_ids_and_counts(given: dict) -> dict:
+    out = {"query": _str("query", given.get("query")), "session_id": _str("session_id", given.get("session_id"))}
+    anchor = _int("around_message_id", given.get("around_message_id"), allow_digits=True)
+    if anchor is not None and not 0 < anchor < 2**63:
+        raise SearchArgumentError("unknown_message", f"no message with id {anchor} "
                                                      "(message ids are positive integers)", "around_message_id")
-    a["window"] = _int("window", a["window"])
-    a["limit"] = _int("limit", a["limit"])
-    if not isinstance(a["include_reasoning"], bool):
-        raise SearchArgumentError("bad_argument", f"include_reasoning must be true or false, "
-                                                  f"not {a['include_reasoning']!r}", "include_reasoning")
-    roles = _str_list("roles", a["roles"])
-    if roles is not None:
-        bad = [r for r in roles if r not in ROLES]
-        if bad or not roles:
-            raise SearchArgumentError("bad_argument", f"roles must be chosen from {', '.join(ROLES)}; "
-                                                      f"got {roles!r}", "roles")
-    a["roles"] = roles
-    if a["sort"] is not None and a["sort"] not in SORTS:
-        raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {a['sort']!r}",
-                                  "sort")
-    a["offset"] = _int("offset", a["offset"])
-    if a["offset"] is not None and a["offset"] < 0:
-        raise SearchArgumentError("bad_argument", f"offset must be 0 or more, not {a['offset']}", "offset")
-    a["cursor"] = _str("cursor", a["cursor"])
-    if a["cursor"] is not None:
+    out["around_message_id"] = anchor
+    out["window"] = _int("window", given.get("window"))
+    out["limit"] = _int("limit", given.get("limit"))
+    offset = _int("offset", given.get("offset"))
+    if offset is not None and offset < 0:
+        raise SearchArgumentError("bad_argument", f"offset must be 0 or more, not {offset}", "offset")
+    out["offset"] = offset
+    reasoning = given.get("include_reasoning", False)
+    if not isinstance(reasoning, bool):
+        raise SearchArgumentError("bad_argument", f"include_reasoning must be true or false, not {reasoning!r}",
+                                  "include_reasoning")
+    out["include_reasoning"] = reasoning
+    out["exclude_session_ids"] = frozenset(_str_list("exclude_session_ids", given.get("exclude_session_ids")) or ())
+    return out
+
+
+def _check_filters(given: dict) -> dict:
+    roles = _str_list("roles", given.get("roles"))
+    if roles is not None and (not roles or any(r not in ROLES for r in roles)):
+        raise SearchArgumentError("bad_argument", f"roles must be chosen from {', '.join(ROLES)}; got {roles!r}",
+                                  "roles")
+    sort = given.get("sort")
+    if sort is not None and sort not in SORTS:
+        raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {sort!r}", "sort")
+    cursor = _str("cursor", given.get("cursor"))
+    if cursor is not None:
         try:
-            a["sort"] = paging(a["sort"] or "relevance", 0, a["cursor"])[0]
+            sort = paging(sort or DEFAULT_SORT, 0, cursor)[0]
         except QueryError as exc:
             raise SearchArgumentError("bad_argument", str(exc), "cursor") from None
-    a["exclude_session_ids"] = set(_str_list("exclude_session_ids", a["exclude_session_ids"]) or ())
-    a["after"] = _time(a["after"], "after")
-    a["before"] = _time(a["before"], "before")
-    if a["after"] is not None and a["before"] is not None and a["after"] >= a["before"]:
-        raise SearchArgumentError("bad_time_range", f"after ({iso(a['after'])}) must be earlier than "
-                                                    f"before ({iso(a['before'])})", "after")
-    return a
+    after, before = _time(given.get("after"), "after"), _time(given.get("before"), "before")
+    if after is not None and before is not None and after >= before:
+        raise SearchArgumentError("bad_time_range", f"after ({iso(after)}) must be earlier than "
+                                                    f"before ({iso(before)})", "after")
+    return {"roles": None if roles is None else tuple(roles), "sort": sort or DEFAULT_SORT, "cursor": cursor,
+            "after": after, "before": before}
+
+
+def parse_arguments(raw: Mapping[str, Any]) -> SessionSearchArgs:
+    """Validate a call's arguments as given -- a dict from the agent tool (and so the MCP
+    server) or the keywords of :func:`session_search` -- into a SessionSearchArgs.
+
+    A value of None means the argument was not given.  Raises
+    SearchArgumentError (``unknown_argument``, ``bad_argument``,
+    ``bad_time_range`` or ``unknown_message``) naming the argument.
+    """
+    given = _given(raw)
+    unknown = sorted(str(k) for k in given if k not in ARGUMENTS)
+    if unknown:
+        raise SearchArgumentError("unknown_argument", f"unknown argument(s) {', '.join(map(repr, unknown))}; "
+                                                      f"allowed: {', '.join(ARGUMENTS)}", unknown[0])
+    return SessionSearchArgs(**_check_ids_and_counts(given), **_check_filters(given))
 
 
 def infer_mode(query=None, session_id=None, around_message_id=None) -> str:
@@ -409,13 +487,12 @@ _USES = {
     "read": {"session_id", "include_reasoning"},
     "browse": {"limit", "after", "before", "exclude_session_ids"},
 }
-_DEFAULTS = {"include_reasoning": False, "window": None, "limit": None, "exclude_session_ids": None,
-             "offset": None, "cursor": None}
 
 
 def _ignored(mode: str, given: dict) -> list[str]:
+    """Arguments given (not None, not a default or empty value) that ``mode`` does not use."""
     return sorted(k for k, v in given.items()
-                  if k not in _USES[mode] and v != _DEFAULTS.get(k) and v not in ([], ()))
+                  if k not in _USES[mode] and not (k == "include_reasoning" and v is False) and v not in ([], ()))
 
 
 # ---- the four shapes -----------------------------------------------------------------
@@ -456,12 +533,12 @@ def _around(archive, session_id: str, anchor_id: int, window: int) -> tuple[list
     return before[:window][::-1], after[:window], more_before, more_after
 
 
-def _scroll(archive, a: dict, out: dict) -> dict:
-    anchor = archive.get_message(a["around_message_id"])
+def _scroll(archive, a: SessionSearchArgs, out: dict) -> dict:
+    anchor = archive.get_message(a.around_message_id)
     if anchor is None:
-        raise SearchArgumentError("unknown_message", f"no message with id {a['around_message_id']}",
+        raise SearchArgumentError("unknown_message", f"no message with id {a.around_message_id}",
                                   "around_message_id")
-    sid = a["session_id"]
+    sid = a.session_id
     if sid is None:
         sid = anchor["session_id"]
     elif anchor["session_id"] != sid:
@@ -471,9 +548,9 @@ def _scroll(archive, a: dict, out: dict) -> dict:
             f"message {anchor['id']} belongs to session {anchor['session_id']!r}, not {sid!r}; "
             "leave session_id out to scroll the message's own session", "around_message_id")
     session = _session_or_error(archive, sid)
-    w = _clamp("window", a["window"], SCROLL_WINDOW, out["clamped"])
+    w = _clamp("window", a.window, SCROLL_WINDOW, out["clamped"])
     before, after, more_before, more_after = _around(archive, sid, anchor["id"], w)
-    reason = a["include_reasoning"]
+    reason = a.include_reasoning
     msgs = [render_message(m, HIT_CHARS, reason) for m in before]
     shown_anchor = render_message(anchor, HIT_CHARS, reason)
     shown_anchor["anchor"] = True
@@ -504,9 +581,9 @@ def _page_anchor(archive, sid: str, edge_id: int, window: int, order: str) -> in
     return rows[min(window, len(rows) - 1)]["id"]
 
 
-def _read(archive, a: dict, out: dict) -> dict:
-    session = _session_or_error(archive, a["session_id"])
-    sid, reason = session["id"], a["include_reasoning"]
+def _read(archive, a: SessionSearchArgs, out: dict) -> dict:
+    session = _session_or_error(archive, a.session_id)
+    sid, reason = session["id"], a.include_reasoning
     head = archive.messages_of(sid, limit=READ_HEAD + READ_TAIL + 1, order="asc")
     out["session"] = render_session(session)
     if len(head) <= READ_HEAD + READ_TAIL:
@@ -528,16 +605,16 @@ def _read(archive, a: dict, out: dict) -> dict:
     return out
 
 
-def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int, int | None]:
+def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, int, int | None]:
     """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen, ranked_among).
 
     ``limit`` counts the sessions wanted, those the offset skips included."""
-    excluded = set() if a["session_id"] is not None else a["exclude_session_ids"]
+    excluded = set() if a.session_id is not None else a.exclude_session_ids
     fetch = FETCH_FIRST
     while True:
         hits = archive.search(
-            a["query"], include_reasoning=a["include_reasoning"], roles=a["roles"], session_id=a["session_id"],
-            after=a["after"], before=a["before"], sort=a["sort"] or "relevance", limit=fetch, cursor=a["cursor"],
+            a.query, include_reasoning=a.include_reasoning, roles=a.roles, session_id=a.session_id,
+            after=a.after, before=a.before, sort=a.sort, limit=fetch, cursor=a.cursor,
         )
         groups: dict = {}
         for h in hits:
@@ -549,17 +626,17 @@ def _group_hits(archive, a: dict, limit: int) -> tuple[list, bool, int, int | No
         fetch = min(fetch * 4, FETCH_MAX)
 
 
-def _discovery(archive, a: dict, out: dict) -> dict:
-    if a["session_id"] is not None:
-        _session_or_error(archive, a["session_id"])
-        if a["session_id"] in a["exclude_session_ids"]:
+def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
+    if a.session_id is not None:
+        _session_or_error(archive, a.session_id)
+        if a.session_id in a.exclude_session_ids:
             out["notes"].append("session_id is also in exclude_session_ids; the named session is searched")
-    w = _clamp("window", a["window"], DISCOVERY_WINDOW, out["clamped"])
-    limit = _clamp("limit", a["limit"], DISCOVERY_LIMIT, out["clamped"])
-    offset = _clamp("offset", a["offset"], DISCOVERY_OFFSET, out["clamped"])
-    reason = a["include_reasoning"]
+    w = _clamp("window", a.window, DISCOVERY_WINDOW, out["clamped"])
+    limit = _clamp("limit", a.limit, DISCOVERY_LIMIT, out["clamped"])
+    offset = _clamp("offset", a.offset, DISCOVERY_OFFSET, out["clamped"])
+    reason = a.include_reasoning
     groups, more, seen, ranked_among = _group_hits(archive, a, offset + limit)
-    sort = a["sort"] or "relevance"
+    sort = a.sort
     paged = {"offset": offset}
     if ranked_among:
         paged["ranked_among"] = ranked_among
@@ -581,7 +658,7 @@ def _discovery(archive, a: dict, out: dict) -> dict:
             continue
         results.append(_session_result(archive, session, message, best, hits, w, reason))
     out.update({
-        "query": a["query"],
+        "query": a.query,
         "include_reasoning": reason,
         "sort": sort,
         "window": w,
@@ -657,9 +734,9 @@ def _preview(archive, sid: str) -> str | None:
     return None if pick is None else cut_text(pick["content"], PREVIEW_CHARS)[0]
 
 
-def _browse(archive, a: dict, out: dict) -> dict:
-    limit = _clamp("limit", a["limit"], BROWSE_LIMIT, out["clamped"])
-    lo, hi, excluded = a["after"], a["before"], a["exclude_session_ids"]
+def _browse(archive, a: SessionSearchArgs, out: dict) -> dict:
+    limit = _clamp("limit", a.limit, BROWSE_LIMIT, out["clamped"])
+    lo, hi, excluded = a.after, a.before, a.exclude_session_ids
     picked, offset, page, more, done = [], 0, max(limit * 2, 20), False, False
     while not done:
         batch = archive.sessions(limit=page, offset=offset)
@@ -692,22 +769,22 @@ def session_search(archive, query=None, session_id=None, around_message_id=None,
                    exclude_session_ids=None, offset=None, cursor=None) -> dict:
     """Search, scroll, read or browse ``archive`` (see the module doc).  Never raises for bad
     input: the result then has ``error``.  The result is JSON-serializable."""
-    given = {"query": query, "session_id": session_id, "around_message_id": around_message_id,
-             "window": window, "limit": limit, "include_reasoning": include_reasoning, "roles": roles,
-             "after": after, "before": before, "sort": sort, "exclude_session_ids": exclude_session_ids,
-             "offset": offset, "cursor": cursor}
-    mode = infer_mode(query, session_id, around_message_id)
-    out: dict = {"mode": mode}
+    return respond(archive, {"query": query, "session_id": session_id, "around_message_id": around_message_id,
+                             "window": window, "limit": limit, "include_reasoning": include_reasoning,
+                             "roles": roles, "after": after, "before": before, "sort": sort,
+                             "exclude_session_ids": exclude_session_ids, "offset": offset, "cursor": cursor})
+
+
+def respond(archive, raw: Mapping[str, Any]) -> dict:
+    """:func:`session_search` for arguments as a dict (names as in ARGUMENTS; None means not
+    given): validate them, run the call, and return the result or the error as a dict."""
     try:
-        a = _check_args(given)
-        out.update({"clamped": {}, "notes": []})
-        ignored = _ignored(mode, given)
-        if ignored:
-            out["ignored_arguments"] = ignored
-            out["notes"].append(f"{', '.join(ignored)} not used in {mode} mode")
-        if mode in ("scroll", "read") and session_id is not None and session_id in a["exclude_session_ids"]:
-            out["notes"].append("session_id is also in exclude_session_ids; the named session is shown")
-        _RUN[mode](archive, a, out)
+        given = _given(raw)
+    except SearchArgumentError as exc:
+        return {"mode": "unknown", "error": exc.as_dict()}
+    mode = infer_mode(given.get("query"), given.get("session_id"), given.get("around_message_id"))
+    try:
+        return execute(archive, parse_arguments(given), ignored=_ignored(mode, given))
     except SearchArgumentError as exc:
         return {"mode": mode, "error": exc.as_dict()}
     except QueryError as exc:
@@ -716,6 +793,23 @@ def session_search(archive, query=None, session_id=None, around_message_id=None,
         if _is_database_error(exc):
             return {"mode": mode, "error": {"code": "database_error", "message": f"{type(exc).__name__}: {exc}"}}
         raise
+
+
+def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> dict:
+    """Run validated arguments on ``archive`` and render the result.
+
+    ``ignored`` (arguments given that the mode does not use) is reported in the
+    result.  Raises SearchArgumentError (unknown session or message ...),
+    QueryError and SQLite's errors; ``respond`` turns them into results."""
+    mode = a.mode
+    out: dict = {"mode": mode, "clamped": {}, "notes": []}
+    ignored = list(ignored)
+    if ignored:
+        out["ignored_arguments"] = ignored
+        out["notes"].append(f"{', '.join(ignored)} not used in {mode} mode")
+    if mode in ("scroll", "read") and a.session_id is not None and a.session_id in a.exclude_session_ids:
+        out["notes"].append("session_id is also in exclude_session_ids; the named session is shown")
+    _RUN[mode](archive, a, out)
     for key in ("clamped", "notes", "ignored_arguments"):  # bookkeeping last, and only when there is some
         value = out.pop(key, None)
         if value:

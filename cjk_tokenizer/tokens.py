@@ -10,15 +10,9 @@ import threading
 from typing import Iterable
 
 from . import _native
+from .constants import TOKENIZE_MODES
 from .errors import ExtensionError
 from .loader import TOKENIZER, load
-
-MODES = {
-    "document": 0x0004,  # FTS5_TOKENIZE_DOCUMENT
-    "query": 0x0001,  # FTS5_TOKENIZE_QUERY
-    "prefix": 0x0003,  # FTS5_TOKENIZE_QUERY | FTS5_TOKENIZE_PREFIX
-    "aux": 0x0008,  # FTS5_TOKENIZE_AUX
-}
 
 _lock = threading.Lock()
 _conn = None
@@ -52,8 +46,8 @@ def tokenize(text: str | bytes, *, mode: str = "document",
     offsets into the text (FTS5's own unit) and ``colocated`` is True for a
     token at the same position as the one before it.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if mode not in TOKENIZE_MODES:
+        raise ValueError(f"mode must be one of {', '.join(TOKENIZE_MODES)}, not {mode!r}")
     data = text if isinstance(text, (bytes, bytearray)) else str(text).encode("utf-8", "surrogatepass")
     args = [str(a) for a in args]
     problem = _native.tokenizer_args_error(args)
@@ -66,7 +60,7 @@ def tokenize(text: str | bytes, *, mode: str = "document",
         conn = _connection()
         try:
             tok = conn.fts5_tokenizer(TOKENIZER, args)
-            raw = tok(bytes(data), MODES[mode], None, include_offsets=True, include_colocated=True)
+            raw = tok(bytes(data), _flags(mode), None, include_offsets=True, include_colocated=True)
         except apsw.Error as exc:
             raise ExtensionError(f"{TOKENIZER} failed: {exc}") from exc
         finally:
@@ -85,6 +79,14 @@ def tokenize(text: str | bytes, *, mode: str = "document",
                 span = (_last_char_start(data, start, end, extra, variants), end)
             out.append((extra, *span, True))
     return out
+
+
+def _flags(mode: str) -> int:
+    """The FTS5 tokenize flags of ``mode`` (constants.TOKENIZE_MODES)."""
+    import apsw
+
+    return {"document": apsw.FTS5_TOKENIZE_DOCUMENT, "query": apsw.FTS5_TOKENIZE_QUERY,
+            "prefix": apsw.FTS5_TOKENIZE_QUERY | apsw.FTS5_TOKENIZE_PREFIX, "aux": apsw.FTS5_TOKENIZE_AUX}[mode]
 
 
 def _first_char_span(data: bytes, start: int, end: int, token: str, variants: bool):

@@ -37,7 +37,6 @@ WORD_TOKENIZER = ("unicode61", ("remove_diacritics", "2"))
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _RUN = re.compile(rb"\x01+")
-_FTS5_TOKENIZE_DOCUMENT = 0x0004
 
 
 @dataclass(frozen=True)
@@ -86,6 +85,7 @@ def _word_tokenizer():
         _local.conn = apsw.Connection(":memory:")
         name, args = WORD_TOKENIZER
         tok = _local.tok = _local.conn.fts5_tokenizer(name, list(args))
+        _local.document = apsw.FTS5_TOKENIZE_DOCUMENT  # APSW is imported here, not at module import
     return tok
 
 
@@ -93,7 +93,8 @@ def word_tokens(data: bytes) -> list:
     """unicode61 tokens of UTF-8 ``data``: ``[(start, end, token, ...), ...]``."""
     if not data:
         return []
-    return _word_tokenizer()(data, _FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False)
+    tok = _word_tokenizer()
+    return tok(data, _local.document, None, include_offsets=True, include_colocated=False)
 
 
 # Texts are tokenized in pieces of at most this many characters, cut after a

@@ -3,7 +3,8 @@
 The module exposes to Python the one definition of CJK, width folding and the
 version.  python/cjk_build.py generates its C wrapper from ``ffibuilder`` and
 links it to the plain library, which exports every function CDEF declares
-(``CJK_API`` in csrc/cjk_api.h): the C code ships once.
+(``CJK_API`` in csrc/cjk_api.h): the C code ships once.  Constants (the gap
+token) are compiled into the wrapper from the headers, so they need no export.
 """
 import cffi
 
@@ -18,6 +19,7 @@ unsigned int cjk_range_bound(int i, int bHigh);
 int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
 const char *cjk_version(void);
+static const char *const CJK_GAP_TOKEN;
 """
 
 ffibuilder = cffi.FFI()

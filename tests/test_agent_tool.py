@@ -15,7 +15,7 @@ from cjk_tokenizer.agent_tool import (
     handle_session_search,
     tool_definitions,
 )
-from cjk_tokenizer.schema import ROLES
+from cjk_tokenizer.constants import ROLES
 from cjk_tokenizer.session_search import session_search
 
 PARAMS = [p for p in inspect.signature(session_search).parameters if p != "archive"]
@@ -162,7 +162,7 @@ def test_handler_never_raises(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise RuntimeError("unexpected")
 
-    monkeypatch.setattr(agent_tool, "session_search", boom)
+    monkeypatch.setattr(agent_tool, "respond", boom)
     out = call(ar, '{"query": "回滚"}')
     assert out["error"]["code"] == "internal_error" and "unexpected" in out["error"]["message"]
 

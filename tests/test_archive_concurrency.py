@@ -91,7 +91,7 @@ def test_one_writer_four_readers(tmp_path):
         for mid, mark in committed:
             for route in TABLES:
                 assert rowids(ar, route, f'"{mark}"') == {mid}, (route, mark)
-        assert ar.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+        assert ar.indexes.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
 
 
 def test_one_archive_shared_between_threads(tmp_path):

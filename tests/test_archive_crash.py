@@ -46,7 +46,7 @@ from cjk_tokenizer.archive import Archive
 ar = Archive({path!r}, auto_catch_up=0, indexes=("cjk", "unicode61", "trigram"))
 # Slow SQLite down (not just the gaps between chunks) so the kill lands mid-transaction.
 ar.conn.set_progress_handler(lambda: time.sleep(0.001) or False, 2000)
-ar.catch_up(lambda p: print(p.done, flush=True), chunk=20, target_seconds=None)
+ar.indexes.catch_up(lambda p: print(p.done, flush=True), chunk=20, target_seconds=None)
 print("finished", flush=True)
 """
 
@@ -98,7 +98,7 @@ def test_sigkill_mid_bulk_ingest(tmp_path, delay):
         for i in range(0, n, 7):
             for route in TABLES:
                 assert rowids(ar, route, f'"{corpus.marker(i)}"') == {i + 1}, (route, i)
-        assert ar.integrity_check() == ALL_OK
+        assert ar.indexes.integrity_check() == ALL_OK
         # and the archive takes more writes afterwards
         mid = ar.add_message("after", "user", "崩溃之后 upd1x")
         assert rowids(ar, "cjk", "upd1x") == {mid}
@@ -112,17 +112,17 @@ def test_sigkill_without_extension_then_mid_catch_up(tmp_path):
     with Archive(path, auto_catch_up=0) as ar:
         n = ar.count_messages()
         assert n >= 100 + int(lines[-1])
-        st = ar.index_status()["cjk"]
+        st = ar.indexes.status()["cjk"]
         assert st["status"] == "stale" and st["behind"] == n - 100
-        assert ar.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
     lines = run_and_kill(CATCH_UP.format(path=path), after_lines=5, extra_delay=0.005)
     with Archive(path, auto_catch_up=0) as ar:
-        st = ar.index_status()["cjk"]
+        st = ar.indexes.status()["cjk"]
         assert st["status"] == "stale"
         assert st["behind"] <= n - 100 - int(lines[-1])  # what was committed before the kill stays done
-        assert ar.integrity_check()["cjk"] == "ok"
-        assert ar.catch_up() is True
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.catch_up() is True
         assert ar.conn.execute("SELECT count(*) FROM messages_fts_cjk_docsize").fetchone()[0] == n
         for i in range(0, n, 3):  # the child restarted the markers at 0 above id 100
             assert i + 1 in rowids(ar, "cjk", f'"{corpus.marker(i if i < 100 else i - 100)}"')
-        assert ar.integrity_check() == ALL_OK
+        assert ar.indexes.integrity_check() == ALL_OK

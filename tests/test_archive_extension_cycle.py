@@ -45,7 +45,7 @@ def assert_cjk_index_matches_table(ar: Archive, *, deleted=(), seed=0):
             assert mid in cjk_rowids(ar, f'content : "{sub}"'), (mid, sub)
     for old_marker in deleted:
         assert cjk_rowids(ar, f'"{old_marker}"') == set(), old_marker
-    assert ar.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+    assert ar.indexes.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
 
 
 def no_trigger_touches(ar: Archive, table: str) -> bool:
@@ -59,18 +59,18 @@ def test_extension_lost_and_found(tmp_path):
         assert ar.extension_loaded
         ar.bulk_import(corpus.messages(300, seed=1))
         first = ar.add_message("s0", "user", "部署失败了，怎么回滚？ mk300z")
-        assert ar.live_indexes() == {"cjk", "unicode61", "trigram"}
+        assert ar.indexes.live() == {"cjk", "unicode61", "trigram"}
         assert cjk_rowids(ar, '"回滚"') >= {first}
 
     # --- a host without the extension: the archive keeps working -------------
     gone_markers = []
     with Archive(path, extension=False) as ar:
-        status = ar.index_status()["cjk"]
+        status = ar.indexes.status()["cjk"]
         # opening to read changes nothing: hosts with the extension keep being served
         assert (status["status"], status["served"], status["exists"]) == ("live", False, True)
-        assert ar.live_indexes() == {"unicode61", "trigram"}
+        assert ar.indexes.live() == {"unicode61", "trigram"}
         ar.bulk_import(corpus.messages(150, seed=2, start=301))
-        assert ar.index_status()["cjk"]["status"] == "stale"  # the first write demoted it
+        assert ar.indexes.status()["cjk"]["status"] == "stale"  # the first write demoted it
         assert no_trigger_touches(ar, CJK), "a live trigger into the cjk table would fail every write here"
         late = ar.add_message("s9", "assistant", "新しいメッセージ mk451z", reasoning="想一想 mk452z")
         # updates and deletes of rows indexed before (<= watermark) and written during the outage
@@ -84,27 +84,27 @@ def test_extension_lost_and_found(tmp_path):
             assert ar.delete_message(mid)
         ar.update_message(12, timestamp=5.0)  # a column no index covers
         assert ar.count_messages() == 301 + 151 - 7
-        assert ar.index_status()["cjk"]["status"] == "stale"
-        checks = ar.integrity_check()
+        assert ar.indexes.status()["cjk"]["status"] == "stale"
+        checks = ar.indexes.integrity_check()
         assert checks["unicode61"] == checks["trigram"] == checks["database"] == "ok"
         assert checks["cjk"].startswith("skipped")
         expected_rows = ar.count_messages()
 
     # --- the extension is back: incremental catch-up --------------------------
     with Archive(path, auto_catch_up=0) as ar:
-        status = ar.index_status()["cjk"]
+        status = ar.indexes.status()["cjk"]
         assert status["status"] == "stale" and not status["served"]
-        assert "cjk" not in ar.live_indexes()
+        assert "cjk" not in ar.indexes.live()
         # backlog: rows changed at or below the watermark (301), plus rows appended since
         # ids changed at or below the mark: 2 5 9 40 77 150 299 (updated; 9 also deleted) + 3 6 100 (deleted)
         assert status["backlog"] == 10
         assert status["behind"] == 10 + (151 - 3)  # plus the rows appended above the mark, minus 3 deleted
         steps = []
-        assert ar.catch_up(steps.append) is True
+        assert ar.indexes.catch_up(steps.append) is True
         assert steps[-1].phase == "live"
         assert steps[-1].done == status["behind"]
         assert steps[-1].done < expected_rows / 2, "catch-up redid far more than what changed"
-        assert ar.live_indexes() == {"cjk", "unicode61", "trigram"}
+        assert ar.indexes.live() == {"cjk", "unicode61", "trigram"}
         assert ar.count_messages() == expected_rows
         assert_cjk_index_matches_table(ar, deleted=gone_markers)
         assert cjk_rowids(ar, unique_cjk(0)) == {2}
@@ -127,7 +127,7 @@ def test_catch_up_interrupted_midway_resumes(tmp_path):
     path = tmp_path / "a.db"
     _outage(path)
     with Archive(path, auto_catch_up=0, indexes=("cjk", "unicode61", "trigram")) as ar:
-        behind0 = ar.index_status()["cjk"]["behind"]
+        behind0 = ar.indexes.status()["cjk"]["behind"]
         calls = []
 
         def interrupt_third(p):
@@ -136,11 +136,11 @@ def test_catch_up_interrupted_midway_resumes(tmp_path):
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
-            ar.catch_up(interrupt_third, chunk=50, target_seconds=None)
-        st = ar.index_status()["cjk"]
-        assert st["status"] == "stale" and "cjk" not in ar.live_indexes()
+            ar.indexes.catch_up(interrupt_third, chunk=50, target_seconds=None)
+        st = ar.indexes.status()["cjk"]
+        assert st["status"] == "stale" and "cjk" not in ar.indexes.live()
         assert st["behind"] == behind0 - calls[-1].done  # the chunks that finished stay done
-        assert ar.integrity_check()["cjk"] == "ok"  # internally consistent while partial
+        assert ar.indexes.integrity_check()["cjk"] == "ok"  # internally consistent while partial
 
         # An interrupt *inside* a chunk (Ctrl-C while SQLite works) rolls that chunk back.
         ticks = []
@@ -153,20 +153,20 @@ def test_catch_up_interrupted_midway_resumes(tmp_path):
 
         ar.conn.set_progress_handler(ctrl_c, 100)
         with pytest.raises(KeyboardInterrupt):
-            ar.catch_up(chunk=200, target_seconds=None)
+            ar.indexes.catch_up(chunk=200, target_seconds=None)
         ar.conn.set_progress_handler(None)
-        assert ar.index_status()["cjk"]["behind"] == st["behind"]
+        assert ar.indexes.status()["cjk"]["behind"] == st["behind"]
         assert not ar.conn.in_transaction
 
         # A stop flag: the callback returns False.
-        assert ar.catch_up(lambda p: False, chunk=50, target_seconds=None) is False
-        st2 = ar.index_status()["cjk"]
+        assert ar.indexes.catch_up(lambda p: False, chunk=50, target_seconds=None) is False
+        st2 = ar.indexes.status()["cjk"]
         assert 0 < st2["behind"] < st["behind"]
 
     # Resume from another connection (e.g. after a restart).
     with Archive(path, auto_catch_up=0) as ar:
         steps = []
-        assert ar.catch_up(steps.append) is True
+        assert ar.indexes.catch_up(steps.append) is True
         assert steps[-1].done == st2["behind"]
         assert_cjk_index_matches_table(ar)
 
@@ -182,10 +182,10 @@ def test_rebuild_interrupted_resumes_and_sees_concurrent_writes(tmp_path):
             seen.append(p)
             return len(seen) < 2
 
-        assert ar.rebuild("cjk", stop_after_two, chunk=100, target_seconds=None) is False
-        st = ar.index_status()["cjk"]
+        assert ar.indexes.rebuild("cjk", stop_after_two, chunk=100, target_seconds=None) is False
+        st = ar.indexes.status()["cjk"]
         assert st["status"] == "building" and st["indexed_upto"] == 200
-        assert "cjk" not in ar.live_indexes()  # a half-built index is never served
+        assert "cjk" not in ar.indexes.live()  # a half-built index is never served
         # Writes during the rebuild: above and below the watermark.
         new = ar.add_message("s1", "user", "建设中的新消息 upd1x")
         ar.update_message(10, content="改了 upd2x")  # already indexed: goes to the backlog
@@ -193,7 +193,7 @@ def test_rebuild_interrupted_resumes_and_sees_concurrent_writes(tmp_path):
         ar.delete_message(20)
         ar.delete_message(550)
         steps = []
-        assert ar.rebuild("cjk", steps.append, chunk=100, target_seconds=None) is True  # resumes, no restart
+        assert ar.indexes.rebuild("cjk", steps.append, chunk=100, target_seconds=None) is True  # resumes, no restart
         # one chunk replays the 2 backlog rows, then 4 chunks index the 400 rows above 200
         assert [p.phase for p in steps] == ["backlog"] + ["append"] * 4 + ["live"]
         assert steps[-1].done == 2 + 400 and ar.count_messages() == n + 1 - 2
@@ -202,23 +202,23 @@ def test_rebuild_interrupted_resumes_and_sees_concurrent_writes(tmp_path):
         assert_cjk_index_matches_table(ar, deleted=["mk19z", "mk549z"])
         # restart=True really starts again from an empty index
         steps = []
-        assert ar.rebuild("trigram", steps.append, restart=True) is True
+        assert ar.indexes.rebuild("trigram", steps.append, restart=True) is True
         assert steps[-1].done == ar.count_messages()
-        assert ar.integrity_check()["trigram"] == "ok"
+        assert ar.indexes.integrity_check()["trigram"] == "ok"
 
 
 def test_archive_created_without_extension_gets_its_cjk_index_later(tmp_path):
     path = tmp_path / "a.db"
     with Archive(path, extension=False, indexes=("cjk", "unicode61", "trigram")) as ar:
-        assert ar.index_status()["cjk"]["status"] == "absent"
-        assert not ar.index_status()["cjk"]["exists"]
+        assert ar.indexes.status()["cjk"]["status"] == "absent"
+        assert not ar.indexes.status()["cjk"]["exists"]
         ar.bulk_import(corpus.messages(200, seed=6))
-        assert ar.integrity_check()["cjk"] == "skipped: no table"
+        assert ar.indexes.integrity_check()["cjk"] == "skipped: no table"
     with Archive(path) as ar:  # a small backlog is caught up at open
-        assert ar.index_status()["cjk"]["status"] == "live"
+        assert ar.indexes.status()["cjk"]["status"] == "live"
         assert_cjk_index_matches_table(ar)
     with Archive(path, auto_catch_up=10) as ar:
-        assert ar.live_indexes() == {"cjk", "unicode61", "trigram"}
+        assert ar.indexes.live() == {"cjk", "unicode61", "trigram"}
 
 
 def test_large_backlog_is_left_for_an_explicit_catch_up(tmp_path):
@@ -226,10 +226,10 @@ def test_large_backlog_is_left_for_an_explicit_catch_up(tmp_path):
     with Archive(path, extension=False, indexes=("cjk", "unicode61", "trigram")) as ar:
         ar.bulk_import(corpus.messages(120, seed=8))
     with Archive(path, auto_catch_up=100) as ar:  # 120 rows behind > 100: do not block the open
-        st = ar.index_status()["cjk"]
+        st = ar.indexes.status()["cjk"]
         assert (st["status"], st["behind"], st["served"]) == ("building", 120, False)
         ar.add_message("s1", "user", "开着的时候写入 upd9x")  # writes while building still work
-        assert ar.catch_up() is True
+        assert ar.indexes.catch_up() is True
         assert cjk_rowids(ar, "upd9x") != set()
         assert_cjk_index_matches_table(ar)
 
@@ -240,13 +240,13 @@ def test_host_without_extension_joins_while_another_has_it_open(tmp_path):
     with Archive(path, indexes=("cjk", "unicode61", "trigram")) as with_ext:
         with_ext.bulk_import(corpus.messages(50, seed=9))
         with Archive(path, extension=False) as without:
-            assert with_ext.live_indexes() == {"cjk", "unicode61", "trigram"}  # opening alone demotes nothing
+            assert with_ext.indexes.live() == {"cjk", "unicode61", "trigram"}  # opening alone demotes nothing
             a = without.add_message("s1", "user", "没有扩展 upd1x")
-            assert with_ext.live_indexes() == {"unicode61", "trigram"}  # read fresh from index_state
+            assert with_ext.indexes.live() == {"unicode61", "trigram"}  # read fresh from index_state
             b = with_ext.add_message("s1", "user", "有扩展 upd2x")  # recorded, not indexed, by the new triggers
             without.update_message(5, content="改 upd3x")
         assert cjk_rowids(with_ext, "upd1x") == cjk_rowids(with_ext, "upd2x") == set()
-        assert with_ext.catch_up() is True
+        assert with_ext.indexes.catch_up() is True
         assert cjk_rowids(with_ext, "upd1x") == {a} and cjk_rowids(with_ext, "upd2x") == {b}
         assert cjk_rowids(with_ext, "upd3x") == {5}
         assert_cjk_index_matches_table(with_ext, deleted=["mk4z"])
@@ -259,30 +259,30 @@ def test_index_configuration(tmp_path):
     with pytest.raises(ValueError, match="unknown index"):
         Archive(path, indexes=("cjk", "unicode61", "bigram"))
     with Archive(path, indexes=("cjk", "unicode61")) as ar:  # a user who cannot afford trigram
-        assert set(ar.index_status()) == {"cjk", "unicode61"}
+        assert set(ar.indexes.status()) == {"cjk", "unicode61"}
         ar.bulk_import(corpus.messages(30, seed=10))
     with Archive(path) as ar:  # None: as configured
-        assert set(ar.index_status()) == {"cjk", "unicode61"}
+        assert set(ar.indexes.status()) == {"cjk", "unicode61"}
     with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:  # added, filled at open (small)
-        assert ar.index_status()["trigram"]["status"] == "live"
-        assert ar.integrity_check()["trigram"] == "ok"
+        assert ar.indexes.status()["trigram"]["status"] == "live"
+        assert ar.indexes.integrity_check()["trigram"] == "ok"
         assert {r[0] for r in ar.conn.execute(
             "SELECT rowid FROM messages_fts_tri WHERE messages_fts_tri MATCH 'mk17z'")} == {18}
     from cjk_tokenizer.archive import ArchiveError
 
-    with pytest.raises(ArchiveError, match="drop_index"):
+    with pytest.raises(ArchiveError, match=r"indexes\.drop"):
         Archive(path, indexes=("cjk", "unicode61"))  # never drops an index implicitly
     with Archive(path) as ar:
         with pytest.raises(ArchiveError, match="required"):
-            ar.drop_index("unicode61")
-        ar.drop_index("trigram")
-        assert set(ar.index_status()) == {"cjk", "unicode61"}
+            ar.indexes.drop("unicode61")
+        ar.indexes.drop("trigram")
+        assert set(ar.indexes.status()) == {"cjk", "unicode61"}
         assert ar.conn.execute("SELECT count(*) FROM sqlite_master WHERE name LIKE 'messages_fts_tri%'").fetchone()[0] == 0
         assert ar.count_messages() == 30
         ar.add_message("s0", "user", "still writable")
     with Archive(path, extension=False) as ar:
         with pytest.raises(ArchiveError, match="tokenizer"):
-            ar.drop_index("cjk")  # dropping a table whose tokenizer is missing cannot work here
+            ar.indexes.drop("cjk")  # dropping a table whose tokenizer is missing cannot work here
 
 
 def test_host_without_extension_keeps_writing_after_another_catches_up(tmp_path):
@@ -290,12 +290,12 @@ def test_host_without_extension_keeps_writing_after_another_catches_up(tmp_path)
     path = tmp_path / "a.db"
     with Archive(path, indexes=("cjk", "unicode61", "trigram")) as with_ext, Archive(path, extension=False) as without:
         a = without.add_message("s", "user", "第一条 upd1x")
-        assert with_ext.catch_up() is True and with_ext.live_indexes() == {"cjk", "unicode61", "trigram"}
+        assert with_ext.indexes.catch_up() is True and with_ext.indexes.live() == {"cjk", "unicode61", "trigram"}
         b = without.add_message("s", "user", "第二条 upd2x")  # would hit "no such tokenizer" unhandled
         without.update_message(a, content="第一条改了 upd3x")
         without.bulk_import([{"role": "user", "content": "第三条 upd4x"}], session_id="s")
-        assert "cjk" not in with_ext.live_indexes()
-        assert with_ext.catch_up() is True
+        assert "cjk" not in with_ext.indexes.live()
+        assert with_ext.indexes.catch_up() is True
         assert cjk_rowids(with_ext, "upd2x") == {b} and cjk_rowids(with_ext, "upd3x") == {a}
         assert cjk_rowids(with_ext, "upd1x") == set() and len(cjk_rowids(with_ext, "upd4x")) == 1
         assert_cjk_index_matches_table(with_ext)
@@ -317,9 +317,9 @@ def test_failed_load_warns_and_works_like_extension_false(tmp_path, monkeypatch)
         ar = Archive(path)
     with ar:
         assert not ar.extension_loaded and "without extension loading" in ar.extension_error
-        assert ar.index_status()["cjk"]["status"] == "live" and "cjk" not in ar.live_indexes()
+        assert ar.indexes.status()["cjk"]["status"] == "live" and "cjk" not in ar.indexes.live()
         mid = ar.add_message("s", "user", "没有扩展的时候 upd1x")
-        assert ar.index_status()["cjk"]["status"] == "stale"
+        assert ar.indexes.status()["cjk"]["status"] == "stale"
     monkeypatch.undo()
     with Archive(path) as ar:
         assert cjk_rowids(ar, "upd1x") == {mid}

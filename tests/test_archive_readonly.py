@@ -57,16 +57,17 @@ def test_readonly_true_reads_and_never_writes(archive_file):
             lambda: ar.update_message(1, content="x"),
             lambda: ar.delete_message(1),
             lambda: ar.delete_session("s1"),
-            lambda: ar.catch_up(),
-            lambda: ar.rebuild(),
-            lambda: ar.add_index("trigram"),
-            lambda: ar.drop_index("cjk"),  # an index the (lean) default archive has
+            lambda: ar.indexes.catch_up(),
+            lambda: ar.indexes.rebuild(),
+            lambda: ar.indexes.add("trigram"),
+            lambda: ar.indexes.drop("cjk"),  # an index the (lean) default archive has
+            lambda: ar.indexes.pause("cjk"),
         ]
         for write in writes:
             with pytest.raises(ArchiveError, match=f"^{archive_file} is open read-only") as exc:
                 write()
             assert "\n" not in str(exc.value)
-        assert ar.integrity_check()["database"] == "ok"
+        assert ar.indexes.integrity_check()["database"] == "ok"
         assert ar.count_messages() == 2
     assert _digest(archive_file) == before
 

@@ -141,7 +141,7 @@ def test_nul_bytes_are_stored_and_indexed(ar):
     assert got["content"] == text and got["reasoning"] == "\x00"
     assert hits(ar, "unicode61", "after") == {mid}
     assert hits(ar, "cjk", "后面") == {mid} and hits(ar, "cjk", "tail") == {mid}
-    assert ar.integrity_check()["cjk"] == "ok"
+    assert ar.indexes.integrity_check()["cjk"] == "ok"
 
 
 def test_lone_surrogates_are_refused_without_losing_data(ar):
@@ -160,7 +160,7 @@ def test_lone_surrogates_are_refused_without_losing_data(ar):
         ar.bulk_import(records, batch_size=5)
     assert info.value.committed == 15
     assert ar.count_messages() == 1 + 15
-    assert ar.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+    assert ar.indexes.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
 
 
 def test_ten_megabyte_message(ar):
@@ -194,7 +194,7 @@ def test_bulk_import_matches_per_row_and_is_faster(tmp_path):
                [(s["id"], s["message_count"]) for s in row.sessions()]
         for route in ROUTE_TABLES:
             assert hits(bulk, route, "mk1234z") == hits(row, route, "mk1234z") == {1235}
-        assert bulk.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+        assert bulk.indexes.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
         # Sane relation only (measured: ~10x on small messages); timings belong in bench/.
         assert t_bulk * 2 < t_row, (t_bulk, t_row)
 
@@ -219,7 +219,7 @@ def test_update_and_delete_follow_into_every_index(ar):
     c = ar.add_message("s", "user", "third")
     assert c > b  # ids are never reused
     assert ar.delete_session("s") == 2 and ar.session("s") is None and ar.count_messages() == 0
-    assert ar.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
+    assert ar.indexes.integrity_check() == {"cjk": "ok", "unicode61": "ok", "trigram": "ok", "database": "ok"}
 
 
 def test_refuses_foreign_and_future_files(tmp_path):
@@ -297,10 +297,10 @@ def test_cjk_prefix_option_adds_the_prefix_index_and_keeps_results(tmp_path):
             want = sorted(h.message_id for h in plain.search(q, limit=100))
             assert want and sorted(h.message_id for h in pre.search(q, limit=100)) == want, q
         # a rebuild keeps the table (and its prefix index)
-        pre.rebuild("cjk")
+        pre.indexes.rebuild("cjk")
         assert "prefix='1'" in pre.conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()[0]
-        assert pre.integrity_check()["cjk"] == "ok"
+        assert pre.indexes.integrity_check()["cjk"] == "ok"
     finally:
         plain.close()
         pre.close()

@@ -110,7 +110,7 @@ def test_rebuild_catches_up_an_index_left_stale(db, tmp_path):
     cli("import", path, SAMPLE)
     with Archive(path, extension=False) as ar:
         ar.add_message("s-new", "user", "新加的消息：黄山旅游")
-        assert "cjk" not in ar.live_indexes()
+        assert "cjk" not in ar.indexes.live()
     proc = cli("rebuild", path)
     assert "cjk: live" in proc.stdout
     hits = json.loads(cli("search", path, "黄山", "--json").stdout)

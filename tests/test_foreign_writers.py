@@ -19,7 +19,7 @@ from cjk_tokenizer.errors import ExtensionError
 
 
 def _cjk(ar) -> dict:
-    return ar.index_status()["cjk"]
+    return ar.indexes.status()["cjk"]
 
 
 def _found(ar, text: str) -> list[int]:
@@ -36,19 +36,19 @@ def test_opening_without_the_extension_to_read_leaves_the_cjk_index_served(tmp_p
             cannot_load = Archive(path)
         monkeypatch.undo()
         for other in (reader, cannot_load):
-            assert not other.extension_loaded and "cjk" not in other.live_indexes()
+            assert not other.extension_loaded and "cjk" not in other.indexes.live()
             assert [h.message_id for h in other.search("回滚")] == [mid]  # served by the scan route there
             assert other.get_message(mid)["content"].startswith("部署")
             assert "error" not in other.session_search(query="回滚")
         # nobody wrote: the other process is still served by the cjk index
-        assert _cjk(served)["status"] == "live" and "cjk" in served.live_indexes()
+        assert _cjk(served)["status"] == "live" and "cjk" in served.indexes.live()
         assert served.explain("回滚")["route"] == "cjk"
         # the first write without the extension demotes it, and the write goes through
         late = reader.add_message("s", "user", "没有扩展时写的")
-        assert _cjk(served)["status"] == "stale" and "cjk" not in served.live_indexes()
+        assert _cjk(served)["status"] == "stale" and "cjk" not in served.indexes.live()
         reader.close()
         cannot_load.close()
-        assert served.catch_up() is True and _found(served, "扩展") == [late]
+        assert served.indexes.catch_up() is True and _found(served, "扩展") == [late]
 
 
 def _shell_write(shell: str, path, text: str, *, load: bool = False) -> subprocess.CompletedProcess:
@@ -74,12 +74,12 @@ def test_foreign_writers_follow_the_documented_recipe(tmp_path, sqlite3_shell):
         assert len(_found(ar, "写入乙")) == 1
     # or the index is paused first; the archive catches it up when it next opens with the extension
     with Archive(path, extension=False) as ar:
-        assert ar.pause_index("cjk") is True and ar.pause_index("cjk") is False
+        assert ar.indexes.pause("cjk") is True and ar.indexes.pause("cjk") is False
     proc = _shell_write(sqlite3_shell, path, "外来写入丙")
     assert proc.returncode == 0, proc.stderr
     with Archive(path) as ar:
         assert _cjk(ar)["status"] == "live" and len(_found(ar, "写入丙")) == 1
-        assert ar.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
         assert ar.session("s")["message_count"] == 3
 
     # stdlib sqlite3: a connection that failed must read the schema anew after the pause
@@ -88,7 +88,7 @@ def test_foreign_writers_follow_the_documented_recipe(tmp_path, sqlite3_shell):
     with pytest.raises(sqlite3.OperationalError, match="no such tokenizer"):
         conn.execute(insert, ("外来写入丁",))
     with Archive(path, extension=False) as ar:
-        ar.pause_index()
+        ar.indexes.pause()
     conn.rollback()
     conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     conn.execute(insert, ("外来写入丁",))
@@ -97,4 +97,4 @@ def test_foreign_writers_follow_the_documented_recipe(tmp_path, sqlite3_shell):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the extension loads here
         with Archive(path) as ar:
-            assert len(_found(ar, "写入丁")) == 1 and ar.integrity_check()["cjk"] == "ok"
+            assert len(_found(ar, "写入丁")) == 1 and ar.indexes.integrity_check()["cjk"] == "ok"

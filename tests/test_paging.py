@@ -26,7 +26,7 @@ def archive(request, tmp_path_factory):
         for i in range(60):
             ar.add_message(f"s{i % 7}", "user", TEXTS[i % len(TEXTS)], timestamp=1000.0 + i)
     ar = Archive(path, extension=LIVE_SETS[request.param] is not False)
-    assert ar.live_indexes() == ({"cjk", "unicode61", "trigram"} if ar.extension_loaded else {"unicode61", "trigram"})
+    assert ar.indexes.live() == ({"cjk", "unicode61", "trigram"} if ar.extension_loaded else {"unicode61", "trigram"})
     yield ar
     ar.close()
 

@@ -138,12 +138,12 @@ def test_an_archive_made_without_unigrams_keeps_its_tokenization_through_writes(
         for i in ids[20:40]:
             ar.delete_message(i)
         ar.add_message("s", "user", "新的大消息")
-        assert ar.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
         assert ar.explain("大")["match"].endswith('("大"*)')  # the prefix form, which this index needs
         rows = ar.conn.execute("SELECT id FROM messages WHERE content LIKE '%大%'").fetchall()
         assert {h.message_id for h in ar.search("大", limit=1000)} == {r[0] for r in rows}
-        assert ar.rebuild("cjk") and _ddl(ar) == OLD_DDL  # a rebuild keeps the table's options
-        assert ar.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.rebuild("cjk") and _ddl(ar) == OLD_DDL  # a rebuild keeps the table's options
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
 
 
 def test_an_old_archive_gets_unigrams_by_recreating_its_cjk_index(tmp_path):
@@ -151,10 +151,10 @@ def test_an_old_archive_gets_unigrams_by_recreating_its_cjk_index(tmp_path):
     with Archive(path, cjk_unigrams=False) as ar:
         ids = [ar.add_message("s", "user", d) for d in _docs(50)]
     with Archive(path) as ar:
-        ar.drop_index("cjk")
-        ar.add_index("cjk")
-        assert ar.catch_up() is True
-        assert "unigrams 1" in _ddl(ar) and ar.integrity_check()["cjk"] == "ok"
+        ar.indexes.drop("cjk")
+        ar.indexes.add("cjk")
+        assert ar.indexes.catch_up() is True
+        assert "unigrams 1" in _ddl(ar) and ar.indexes.integrity_check()["cjk"] == "ok"
         want = {i for i, d in zip(ids, _docs(50)) if "天" in d}
         assert ar.explain("天")["match"].endswith('("天")')
         assert {h.message_id for h in ar.search("天", limit=1000)} == want
@@ -168,4 +168,4 @@ def test_new_indexes_get_the_build_settings(tmp_path):
             config = dict(ar.conn.execute(f"SELECT k, v FROM {t}_config"))
             assert all(config[k] == v for k, v in FTS_SETTINGS.items()), (t, config)
         ar.add_message("s", "user", "大别山")
-        assert ar.integrity_check()["cjk"] == "ok"
+        assert ar.indexes.integrity_check()["cjk"] == "ok"

@@ -262,7 +262,7 @@ def test_archive_without_settings_table_opens_unchanged(tmp_path):
     with Archive(path) as ar:
         assert ar.fold_variants is False
         assert [h.message_id for h in ar.search("项目")] == [4]
-        ar.rebuild("cjk")
+        ar.indexes.rebuild("cjk")
         ddl = ar.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()[0]
         assert "fold_variants" not in ddl
 

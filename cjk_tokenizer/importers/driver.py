@@ -327,8 +327,7 @@ class _Run:
                                            "and now reads differently; the imported version is kept")
             return
         try:
-            rows = [(records.ident(m.get("session_id"), "session_id"), *records.openai_row(m))
-                    for m in rec.messages]
+            rows = [records.openai_row(m.get("session_id"), m) for m in rec.messages]
         except InputError as exc:
             self.report.skipped["bad"] += 1
             self.report.bad.append(f"{_where(src, rec.line)}: {exc}")
@@ -336,9 +335,9 @@ class _Run:
         known[rec.key] = digest
         batch.append((rec.key, digest, rows))
         for row in rows:
-            self.report.sessions.add(row[0])
+            self.report.sessions.add(row.session_id)
             size[0] += 1
-            size[1] += sum(len(v) for v in row[2:6] if v)
+            size[1] += row.text_chars()
 
 
 def run(archive, planned, *, progress=None, batch_size: int = 2000, report: ImportReport | None = None):

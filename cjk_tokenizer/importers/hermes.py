@@ -21,7 +21,7 @@ import urllib.parse
 
 import apsw
 
-from ..schema import ROLES
+from ..constants import ROLES
 from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
 
 NAME = "hermes"

@@ -1,0 +1,112 @@
+"""Schema versions: an archive records the lowest version whose readers can use it.
+
+A cjk table created with ``unigrams 1`` or ``fold_variants 1`` cannot be opened
+by a release whose tokenizer predates those options (SQLite fails in the
+tokenizer's constructor on the first statement touching it).  Such archives
+say version 2, which those releases refuse with a one-line error; archives
+without them stay version 1, so older releases keep reading them, and this
+release opens both and changes neither version on its own.
+"""
+from __future__ import annotations
+
+import warnings
+
+import apsw
+import pytest
+
+from cjk_tokenizer import Archive, ArchiveError
+from cjk_tokenizer.schema import READABLE_VERSIONS, SCHEMA_VERSION
+
+OLD_DDL = ("CREATE VIRTUAL TABLE messages_fts_cjk USING fts5(content, reasoning, tool_name, tool_calls, "
+           "content='messages', content_rowid='id', tokenize='cjk_unicode61 remove_diacritics 2')")
+
+
+def _version(path) -> int:
+    conn = apsw.Connection(str(path))
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def _cjk_ddl(ar) -> str | None:
+    row = ar.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'messages_fts_cjk'").fetchone()
+    return row and row[0]
+
+
+def _without_extension(path, **kw) -> Archive:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return Archive(path, extension=False, **kw)
+
+
+@pytest.mark.parametrize("options, version", [
+    ({}, 2),                                              # unigrams 1 is the default
+    ({"cjk_unigrams": False}, 1),                         # what every earlier release created
+    ({"cjk_unigrams": False, "fold_variants": True}, 2),  # fold_variants 1 is as new
+    ({"cjk_unigrams": False, "cjk_prefix": True}, 1),     # prefix='1' is FTS5's own: any reader has it
+])
+def test_a_new_archive_records_the_version_its_cjk_table_needs(tmp_path, options, version):
+    path = tmp_path / "a.db"
+    with Archive(path, **options) as ar:
+        ar.add_message("s", "user", "部署失败了")
+    assert _version(path) == version
+    with Archive(path) as ar:  # reopened by this release: read and written as before, version kept
+        ar.add_message("s", "assistant", "已回滚")
+        assert [h.message_id for h in ar.search("回滚")] == [2]
+        assert ar.indexes.integrity_check()["cjk"] == "ok"
+    assert _version(path) == version
+
+
+def test_an_archive_without_a_cjk_table_is_version_1_until_one_is_created(tmp_path):
+    path = tmp_path / "a.db"
+    with _without_extension(path) as ar:
+        ar.add_message("s", "user", "部署失败了")
+        assert _cjk_ddl(ar) is None
+    assert _version(path) == 1  # a release without the new options can still open it
+    with Archive(path) as ar:  # the extension is here: the configured cjk index gets its table
+        assert "unigrams 1" in _cjk_ddl(ar) and ar.indexes.status()["cjk"]["status"] == "live"
+    assert _version(path) == 2
+
+
+def test_an_existing_version_1_archive_keeps_its_table_and_version_until_the_table_is_recreated(tmp_path):
+    path = tmp_path / "old.db"
+    with Archive(path, cjk_unigrams=False) as ar:
+        ar.add_message("s", "user", "部署失败了")
+    with Archive(path) as ar:  # this release's default is unigrams 1: an existing table keeps its DDL
+        assert _cjk_ddl(ar).endswith("tokenize='cjk_unicode61 remove_diacritics 2')")
+        assert ar.indexes.rebuild("cjk") is True
+    assert _version(path) == 1
+    with Archive(path) as ar:  # recreating the index is what takes the new option, and the new version
+        ar.indexes.drop("cjk")
+        assert _version(path) == 1
+        ar.indexes.add("cjk")
+        assert ar.indexes.catch_up() is True
+        assert "unigrams 1" in _cjk_ddl(ar) and [h.message_id for h in ar.search("部署")] == [1]
+    assert _version(path) == 2
+
+
+def test_an_archive_made_by_hand_with_the_old_ddl_opens_read_write_and_read_only(tmp_path):
+    path = tmp_path / "hand.db"
+    with Archive(path, cjk_unigrams=False) as ar:
+        ar.add_message("s", "user", "东京の天気")
+        assert _cjk_ddl(ar).replace("IF NOT EXISTS ", "") == OLD_DDL
+    for readonly in (True, False):
+        with Archive(path, readonly=readonly) as ar:
+            assert [h.message_id for h in ar.search("天気")] == [1]
+    assert _version(path) == 1
+
+
+@pytest.mark.parametrize("version", [SCHEMA_VERSION + 1, 99])
+def test_a_newer_version_is_refused_in_one_line_and_left_untouched(tmp_path, version):
+    path = tmp_path / "future.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "部署")
+        ar.conn.execute(f"PRAGMA user_version = {version}")
+    for readonly in (None, True):
+        with pytest.raises(ArchiveError) as info:
+            Archive(path, readonly=readonly)
+        message = str(info.value)
+        assert "\n" not in message and f"schema version {version}" in message
+        assert all(str(v) in message for v in READABLE_VERSIONS) and "upgrade" in message
+    assert _version(path) == version
