@@ -10,7 +10,7 @@ import re
 import pytest
 
 import cjk_tokenizer
-from cjk_tokenizer import _native, compile, constants, export, schema, search, tokenize
+from cjk_tokenizer import _native, compiler, constants, export, schema, search, tokenize
 from cjk_tokenizer.agent_tool import SESSION_SEARCH_TOOL_OPENAI
 from cjk_tokenizer.archive import Archive
 from cjk_tokenizer.cli import build_parser
@@ -57,7 +57,7 @@ def test_agent_tool_schema_lists_the_constants_and_the_arguments():
 
 def test_the_api_uses_the_same_objects():
     assert search.SORTS is constants.SORTS
-    assert compile.ROUTES is constants.ROUTES and compile.FTS_ROUTES is constants.FTS_ROUTES
+    assert compiler.ROUTES is constants.ROUTES and compiler.FTS_ROUTES is constants.FTS_ROUTES
     assert tuple(schema.FTS_INDEXES) == constants.FTS_ROUTES
 
 
