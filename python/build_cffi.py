@@ -1,8 +1,8 @@
 """cffi (API mode, out of line) definition of cjk_tokenizer._cjk_unicode61.
 
-The module exposes to Python the one definition of CJK, width folding and the
-version.  python/cjk_build.py generates its C wrapper from ``ffibuilder`` and
-links it to the plain library, which exports every function CDEF declares
+The module exposes to Python the one definition of CJK, width folding, the
+snippet window and the version.  python/cjk_build.py generates its C wrapper
+from ``ffibuilder`` and links it to the plain library, which exports every function CDEF declares
 (``CJK_API`` in csrc/cjk_api.h): the C code ships once.
 """
 import cffi
@@ -18,11 +18,15 @@ unsigned int cjk_range_bound(int i, int bHigh);
 int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 int cjk_classify_utf32(const uint32_t *aCp, int n, unsigned char *aOut);
 const char *cjk_version(void);
+int cjk_is_extender(unsigned int cp);
+size_t cjk_snippet_work_size(int nMatch, int nPhrase, int nMax, int nChar);
+int cjk_snippet_window(const char *z, int n, int nChar, const int *aMatch, int nMatch, int nPhrase,
+                       int nMax, void *pWork, size_t nWork, int *aOut);
 """
 
 ffibuilder = cffi.FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "cjk_tokenizer._cjk_unicode61",
-    '#include "cjk_chars.h"\n#include "cjk_tokenizer.h"\n#include "cjk_variants.h"\n#include "cjk_version.h"\n',
+    '#include "cjk_chars.h"\n#include "cjk_snippet.h"\n#include "cjk_tokenizer.h"\n#include "cjk_variants.h"\n#include "cjk_version.h"\n',
 )
