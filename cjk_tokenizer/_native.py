@@ -163,3 +163,35 @@ def tokenizer_args_error(args) -> str | None:
     if m.lib.cjk_check_args(argv, len(items), err, 512):
         return m.ffi.string(err).decode("utf-8", "replace")
     return None
+
+
+def snippet_window(text: str, matches, budget: int) -> tuple[int, int, bool, bool, tuple[int, int] | None]:
+    """The one snippet rule (csrc/cjk_snippet.h), applied to ``text``.
+
+    ``matches``: ``(start, end, phrase)`` character spans of ``text`` (phrase:
+    0, 1, ... for the query's distinct searched-for terms); ``budget``: the
+    characters the snippet may show, ellipses not counted.  Returns ``(start,
+    end, cut_before, cut_after, first)``: the window ``text[start:end]``,
+    whether non-space text was left out on each side, and the span in ``text``
+    of the first highlight the window shows (None if none).  ``text`` must
+    encode as UTF-8 (units.clean)."""
+    m = _need()
+    data = text.encode("utf-8")
+    flat = [int(v) for match in matches for v in match]
+    n_match = len(flat) // 3
+    n_phrase = max(flat[2::3], default=-1) + 1
+    budget = max(1, min(int(budget), 1 << 29))
+    size = m.lib.cjk_snippet_work_size(n_match, n_phrase, budget, len(text))
+    work = m.ffi.new("int[]", (size + 3) // 4)  # int-aligned, as the C side requires
+    out = m.ffi.new("int[6]")
+    rc = m.lib.cjk_snippet_window(data, len(data), len(text), flat if flat else m.ffi.NULL, n_match, n_phrase,
+                                  budget, work, size, out)
+    if rc != 0 or size == 0:
+        raise ValueError(f"snippet_window: matches must be (start, end, phrase) spans of the text, not {matches!r}")
+    first = (out[4], out[5]) if out[4] >= 0 else None
+    return out[0], out[1], bool(out[2]), bool(out[3]), first
+
+
+def is_extender(ch: str) -> bool:
+    """True if ``ch`` extends the character before it (a snippet never splits them)."""
+    return bool(_need().lib.cjk_is_extender(ord(ch)))

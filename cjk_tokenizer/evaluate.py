@@ -283,6 +283,25 @@ def first_match(node, text: str | None) -> tuple[int, int] | None:
     return an.raw_span(best[0], best[1])
 
 
+def all_matches(node, text: str | None) -> list[tuple[int, int, int]]:
+    """Every occurrence of every searched-for term in ``text``: ``(start, end, k)``,
+    character spans of ``text``, k numbering the query's distinct searched-for
+    terms as FTS5 numbers its phrases (what the snippet rule ranks windows by).
+
+    A text over _CACHE_LIMIT characters is read in pieces and never whole: it
+    gives its earliest match only."""
+    if not text:
+        return []
+    if len(text) > _CACHE_LIMIT:
+        sp = first_match(node, text)
+        return [] if sp is None else [(sp[0], sp[1], 0)]
+    out = []
+    for k, t in enumerate(dict.fromkeys(positive_terms(node))):
+        an = analyze(text, t.variants)
+        out.extend((*an.raw_span(a, b), k) for a, b in spans(t, an))
+    return out
+
+
 def sql_term_match(key: str, *texts) -> int:
     """SQL function ``cjk_term_match(term_key, col, ...)``: 1 if the term matches a column."""
     term = term_from_key(key)

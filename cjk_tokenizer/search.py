@@ -53,9 +53,10 @@ column (so visible content wins), is at most ``snippet_chars`` characters,
 ellipses included, and contains the match; ``highlight`` is the match's span
 in it, and ``span`` the same match's ``(start, end)`` in the column's whole
 text (characters).  A query with only exclusions shows the start of the first non-empty
-column.  On a single-MATCH plan over the cjk index the C auxiliary function
-``cjk_match`` (same rules) builds it when the extension provides it;
-everywhere else snippet.py does, from the match evaluate.py finds.
+column.  Which part of the text it shows is the one snippet rule
+(snippet.py): on a single-MATCH plan over the cjk index the C auxiliary
+function ``cjk_match`` applies it when the extension provides it; everywhere
+else snippet.py applies the same C code to the matches evaluate.py finds.
 ``route`` names the route(s) that served the query ("cjk", "unicode61+scan").
 ``title`` is the hit's session title (None if untitled or if the message has no
 session row).  ``score`` is the relevance the hits were ranked by, higher is
@@ -107,11 +108,11 @@ from . import _native
 from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError
-from .evaluate import checking, first_match, matched_terms, sql_term_match
+from .evaluate import all_matches, checking, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
-from .snippet import ELLIPSIS, make_snippet
+from .snippet import ELLIPSIS, choose, render
 from .timeutil import epoch_seconds
 from .units import clean
 
@@ -458,32 +459,30 @@ def _parse_aux(raw: dict) -> dict:
 
 def _from_aux(aux: dict, cols: dict, columns: tuple):
     """(matched_in, column, snippet, highlight, span) from cjk_match's JSON, or None
-    if it is not what the contract in csrc/cjk_aux.h promises."""
+    if it is not what the contract in csrc/cjk_aux.h promises.  The highlight's
+    place in the snippet comes from the JSON's numbers (window, cut, start/end)."""
     reported = aux.get("matched_in")
     column = aux.get("column")
     if not isinstance(reported, list):
         return None
     where = [c for c in columns if c in reported]
-    if column not in where:
+    window, cut = aux.get("window"), aux.get("cut")
+    if column not in where or not _ints(window, 2) or not (isinstance(cut, list) and len(cut) == 2):
         return None
-    snippet = clean(aux["snippet"])
-    highlight = span = None
-    text = cols[column] or ""
+    text = clean(cols[column] or "")
     start, end = aux.get("start"), aux.get("end")
-    if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
-        span = (start, end)
-        matched = text[start:end]
-        window = aux.get("window")
-        k = -1
-        if isinstance(window, list) and len(window) == 2 and isinstance(window[0], int):
-            k = start - window[0] + (1 if snippet.startswith(ELLIPSIS) and window[0] > 0 else 0)
-            if snippet[k:k + len(matched)] != matched:
-                k = -1
-        if k < 0:
-            k = snippet.find(matched)
-        if k >= 0:
-            highlight = (k, k + len(matched))
-    return where, column, snippet, highlight, span
+    first = (start, end) if _ints([start, end], 2) and 0 <= start < end <= len(text) else None
+    if not 0 <= window[0] <= window[1] <= len(text):
+        return None
+    out = render(text, tuple(window), (bool(cut[0]), bool(cut[1])), first)
+    if out.text != clean(aux["snippet"]):  # not the text it was computed from (a concurrent update)
+        return None
+    return where, column, out.text, out.highlight, out.span
+
+
+def _ints(value, n: int) -> bool:
+    return (isinstance(value, list) and len(value) == n
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
 
 
 def _from_python(p: Plan, cols: dict, snippet_chars: int):
@@ -491,12 +490,12 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
     where = [c for c in p.columns if found[c]]
     if where:  # most distinct terms; ties to the earlier column
         column = max(where, key=lambda c: (len(found[c]), -p.columns.index(c)))
-        span = first_match(p.node, cols[column])
+        matches = all_matches(p.node, cols[column])
     else:  # nothing searched for (only exclusions): the message's start
         column = next((c for c in p.columns if cols[c] and cols[c].strip()), None)
-        span = None
-    snippet, highlight = make_snippet(cols[column] if column else "", span, snippet_chars)
-    return where, column, snippet, highlight, span
+        matches = []
+    out = choose(cols[column] if column else "", matches, snippet_chars)
+    return where, column, out.text, out.highlight, out.span
 
 
 def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:

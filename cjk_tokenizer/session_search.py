@@ -25,8 +25,9 @@ many characters and says how much went, e.g. ``[… 12,345 more characters
 cut]`` (``cut`` gives the numbers).  Budgets (characters per field of a
 message; content, reasoning and tool_calls are budgeted separately):
 
-* ``HIT_CHARS`` for the hit message in discovery (the kept part is centred on
-  the match) and for every message in scroll and read;
+* ``HIT_CHARS`` for the hit message in discovery (the kept part is the window
+  the one snippet rule chooses around the match, as for its snippet) and for
+  every message in scroll and read (their first characters);
 * ``CONTEXT_CHARS`` for the other messages around a hit in discovery;
 * ``BOOKEND_CHARS`` for the head/tail bookends in discovery;
 * ``PREVIEW_CHARS`` for a session's preview in browse.
@@ -102,6 +103,7 @@ from typing import Any, Iterable, Mapping
 from .errors import CjkTokenizerError, QueryError, TimeValueError
 from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
+from .snippet import choose
 from .timeutil import epoch_seconds
 
 __all__ = [
@@ -200,23 +202,29 @@ def _is_mark(ch: str) -> bool:
     return unicodedata.category(ch).startswith("M")
 
 
-def cut_text(text: str, budget: int, focus: int | None = None) -> tuple[str, int]:
-    """``(shown, cut)``: ``text`` whole if it fits ``budget`` characters, else ``budget``
-    characters of it -- from the start, or centred on character ``focus`` -- with a
-    marker on each cut side saying how many characters went.  ``cut`` counts them."""
+def cut_text(text: str, budget: int, focus: tuple[int, int] | None = None) -> tuple[str, int]:
+    """``(shown, cut)``: ``text`` whole if it fits ``budget`` characters, else at most
+    ``budget`` characters of it with a marker on each cut side saying how many
+    characters went; ``cut`` counts them.
+
+    With ``focus`` (a match's ``(start, end)`` in ``text``) the kept part is the
+    snippet window around that match, chosen by the one snippet rule
+    (snippet.py) with ``budget`` characters to show: a hit message is cut the
+    way its snippet is.  Without it this is reading, not a snippet: the
+    message's first ``budget`` characters (never splitting a character from
+    its combining marks)."""
     n = len(text)
     if n <= budget:
         return text, 0
-    start = 0 if focus is None else min(max(focus - budget // 2, 0), n - budget)
-    end = start + budget
-    while start < end and start and _is_mark(text[start]):  # no marks without their character
-        start += 1
-    while end < n and _is_mark(text[end]):
-        end -= 1
-    shown = text[start:end]
+    if focus is not None:
+        start, end = choose(text, [(focus[0], focus[1], 0)], budget + 2).window
+    else:
+        start, end = 0, budget
+        while end < n and end > 0 and _is_mark(text[end]):  # no marks without their character
+            end -= 1
     head = _EARLIER.format(start) if start else ""
     tail = _LATER.format(n - end) if end < n else ""
-    return head + shown + tail, n - (end - start)
+    return head + text[start:end] + tail, n - (end - start)
 
 
 def _label(column: str | None, role: str) -> str | None:
@@ -298,8 +306,8 @@ def marked_snippet(hit) -> tuple[str, list | None]:
     return snippet, None
 
 
-def _match_focus(message: dict, column: str | None, hit) -> int | None:
-    """Where in the shown text of ``column`` the hit's match lies (its middle).
+def _match_focus(message: dict, column: str | None, hit) -> tuple[int, int] | None:
+    """Where in the shown text of ``column`` the hit's match lies: its ``(start, end)``.
 
     ``hit.span`` is the match's real position in the stored column text.  Text
     columns are shown as stored, so the span applies as is; tool calls stored
@@ -311,7 +319,7 @@ def _match_focus(message: dict, column: str | None, hit) -> int | None:
         return None
     value = message.get(column)
     if isinstance(value, str):
-        return (span[0] + span[1]) // 2
+        return span[0], span[1]
     shown = _column_text(message, column) or ""
     hs = getattr(hit, "highlight", None)
     matched = hit.snippet[hs[0]:hs[1]] if hs else ""
@@ -321,8 +329,9 @@ def _match_focus(message: dict, column: str | None, hit) -> int | None:
             best = at
         at = shown.find(matched, at + 1)
     if best is None:
-        return min(span[0], len(shown))
-    return best + len(matched) // 2
+        at = min(span[0], len(shown))
+        return at, at
+    return best, best + len(matched)
 
 
 # ---- argument checks -----------------------------------------------------------------

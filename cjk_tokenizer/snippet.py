@@ -1,60 +1,95 @@
-"""Character-limited snippets around a match, on every route.
+"""Snippets: which part of a text a hit shows, on every route.
 
-A snippet is at most ``max_chars`` characters, ellipses included, always holds
-the whole match when the match fits, starts after a sentence end (CJK 。！？；
-or ASCII, or a newline) when one is close before the match, and ends at one
-when it can.  It never splits a character from the combining marks after it,
-and lone surrogates become U+FFFD, so it always encodes as UTF-8.
+There is one snippet rule, stated in one paragraph at the top of
+csrc/cjk_snippet.h and defined by the C code below it (the project's
+character rules live in C).  The cjk route's ``cjk_match`` applies it inside
+SQLite; this module asks the same code (``_native.snippet_window``) for every
+route that checks rows in Python, and session_search cuts a hit message
+around its match with it too.
+
+``max_chars`` here counts the whole snippet, ellipses included, so the rule's
+budget is ``max_chars - 2`` (what search.py hands ``cjk_match`` as well).
+Lone surrogates become U+FFFD, so a snippet always encodes as UTF-8.
+
+Without the compiled module (a broken install, ``_native.available()`` False)
+the safe meaning is a plain cut centred on the first match: same budget, same
+ellipses, not splitting a character from its combining marks, but without the
+sentence and word rules.
 """
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
+from typing import Iterable
 
+from . import _native
 from .units import clean
 
 ELLIPSIS = "…"
-SENTENCE_ENDS = frozenset("。！？；.!?;\n")
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A snippet of a text: what is shown and where its highlight lies."""
+
+    text: str  # the snippet, ellipses included
+    highlight: tuple[int, int] | None  # the first highlight shown, within ``text``
+    span: tuple[int, int] | None  # that highlight's whole match, within the source text
+    window: tuple[int, int]  # [start, end) of the source text the snippet shows
+
+
+def render(text: str, window: tuple[int, int], cut: tuple[bool, bool], first: tuple[int, int] | None) -> Snippet:
+    """The snippet of ``text`` showing ``window``, with an ellipsis on each ``cut`` side,
+    highlighting ``first`` (a match's span in ``text``) clipped to the window.
+
+    Used for the C function's windows too (search.py), so a highlight's
+    position in a snippet is computed in one place, from data, never by
+    searching the snippet for the matched text."""
+    start, end = window
+    head = ELLIPSIS if cut[0] else ""
+    shown = head + text[start:end] + (ELLIPSIS if cut[1] else "")
+    highlight = None
+    if first is not None and first[0] < end and first[1] > start:
+        highlight = (max(first[0], start) - start + len(head), min(first[1], end) - start + len(head))
+    return Snippet(shown, highlight, first if highlight else None, (start, end))
+
+
+def choose(text: str | None, matches: Iterable[tuple[int, int, int]], max_chars: int) -> Snippet:
+    """The snippet of ``text`` by the one rule.  ``matches``: ``(start, end, term)``
+    character spans of every occurrence of the searched-for terms (``term``
+    numbers the query's distinct terms from 0); none shows the text's start."""
+    text = clean(text or "")
+    matches = [m for m in matches if 0 <= m[0] <= m[1] <= len(text)]
+    budget = max(1, max_chars - 2)
+    if not _native.available():
+        return _centred(text, matches, budget)
+    start, end, cut_before, cut_after, first = _native.snippet_window(text, matches, budget)
+    return render(text, (start, end), (cut_before, cut_after), first)
+
+
+def make_snippet(text: str | None, span: tuple[int, int] | None, max_chars: int) -> tuple[str, tuple[int, int] | None]:
+    """``(snippet, highlight)`` for one match ``span`` of ``text`` (None: the text's
+    start); highlight is the match's span inside the snippet."""
+    out = choose(text, [] if span is None else [(span[0], span[1], 0)], max_chars)
+    return out.text, out.highlight
 
 
 def _is_mark(ch: str) -> bool:
     return unicodedata.category(ch).startswith("M")
 
 
-def make_snippet(text: str | None, span: tuple[int, int] | None, max_chars: int) -> tuple[str, tuple[int, int] | None]:
-    """``(snippet, highlight)``: highlight is the match's span inside the snippet."""
-    text = clean(text or "")
+def _centred(text: str, matches: list, budget: int) -> Snippet:
+    """The safe meaning without the compiled module: a cut centred on the first match."""
     n = len(text)
-    if n <= max_chars:
-        return text, span
-    if span is None:
-        s = e = 0
-    else:
-        s, e = span
-    if e - s > max_chars - 2:  # the match alone is too long: show its start
-        e = s + max_chars - 2
-    budget = max_chars - 2 - (e - s)
-    left = min(s, max(budget // 3, budget - (n - e)))
-    right = min(n - e, budget - left)
-    start, end = s - left, e + right
-    # begin a sentence rather than mid-way, when a sentence end is near
-    for k in range(s - 1, start - 1, -1):
-        if text[k] in SENTENCE_ENDS:
-            start = k + 1
-            break
-    while start < s and text[start].isspace():
-        start += 1
-    # end at a sentence end when one lies after the match
-    for k in range(end - 1, e - 1, -1):
-        if text[k] in SENTENCE_ENDS:
-            end = k + 1
-            break
+    first = min(matches)[:2] if matches else None
+    if n <= budget:
+        return render(text, (0, n), (False, False), first)
+    s, e = first if first else (0, 0)
+    e = min(e, s + budget)
+    start = max(0, min(s - (budget - (e - s)) // 2, n - budget))
+    end = start + budget
     while start < s and _is_mark(text[start]):
         start += 1
     while end > e and end < n and _is_mark(text[end]):
         end -= 1
-    head = ELLIPSIS if start > 0 else ""
-    tail = ELLIPSIS if end < n else ""
-    out = head + text[start:end] + tail
-    if span is None:
-        return out, None
-    return out, (s - start + len(head), e - start + len(head))
+    return render(text, (start, end), (start > 0, end < n), first)

@@ -2,21 +2,27 @@
 ** cjk_aux.c — cjk_match(), the reasoning-aware FTS5 auxiliary function.
 ** The contract (arguments, result, rules) is in cjk_aux.h.
 **
-** Outline of one call:
-**   1. xInst gives every phrase instance (phrase, column, token offset); they
-**      decide matched_in and the snippet column.
-**   2. The snippet column is re-tokenized (xTokenize, FTS5_TOKENIZE_AUX) and
-**      the tokens at the instances' positions kept; each instance becomes a
-**      byte range, then a character range.  Ranges are merged.
-**   3. One scan of the column converts byte offsets to character offsets;
-**      a second decodes only the characters around the chosen window, so memory
-**      stays proportional to max_chars and the hit count, not to the column.
-**   4. The JSON is written into one buffer handed to SQLite with sqlite3_free().
+** One call runs these phases, each a small function over one object, in the
+** manner of SQLite's fts5_aux.c (an error code accumulates in *pRc: a phase
+** called with *pRc != SQLITE_OK does nothing):
+**   instLoad           InstTable: every phrase instance (xInst), which decide
+**                      matched_in and the snippet column (instBestColumn)
+**   columnLoad         ColText: the snippet column's text and locale
+**   needPositions, queryTokensLoad, columnRetokenize
+**                      the column re-tokenized (xTokenize, FTS5_TOKENIZE_AUX),
+**                      keeping only the tokens at the instances' positions
+**   hitsFromInstances  each instance becomes a byte range (instanceBytes)
+**   hitsToChars        one scan of the column turns bytes into characters
+**   snippetChoose      the window, by the one snippet rule (cjk_snippet.c),
+**                      which decodes only the characters around it: memory
+**                      stays proportional to max_chars and the hit count
+**   jsonSnippet, jsonTail   the JSON, in one buffer handed to SQLite
 **
 ** Invariants: every allocation goes through the host's sqlite3_malloc64,
 ** sqlite3_realloc64 and sqlite3_free (the registration's copy of them) and is
-** checked (an out-of-memory anywhere ends in sqlite3_result_error_nomem); everything allocated is freed on every path;
-** we never read z[n] or beyond; output text is valid UTF-8.
+** checked (an out-of-memory anywhere ends in sqlite3_result_error_nomem);
+** everything allocated is freed on every path (matchStateFree); we never read
+** z[n] or beyond; output text is valid UTF-8.
 */
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +31,8 @@
 
 #include "cjk_aux.h"
 #include "cjk_chars.h"
+#include "cjk_snippet.h"
+
 
 #ifndef SQLITE_INTEGER
 #define SQLITE_INTEGER 1
@@ -39,8 +47,6 @@
 #define CJK_MATCH_DEFAULT_CLOSE "**"
 #define CJK_MATCH_DEFAULT_ELLIPSIS "\xE2\x80\xA6" /* U+2026 */
 
-/* A strictly decoded character that was not valid UTF-8 (printed as U+FFFD). */
-#define CJK_BADCHAR 0x110000u
 
 /* The registration's user data: its own copy of the host routines. */
 typedef struct CjkAux {
@@ -91,56 +97,6 @@ static void bufInt(Buf *p, long long v) {
   if (n > 0) bufAppend(p, aNum, (size_t)n);
 }
 
-/* ---- strict UTF-8 ------------------------------------------------------ */
-
-/* Decode one character at z[i] (i < n) as Unicode's well-formed UTF-8 table
-** defines it.  A malformed sequence yields CJK_BADCHAR for its maximal valid
-** prefix (at least one byte), which is how Python's "replace" error handler
-** and the W3C encoding standard split invalid input.  Returns the next index. */
-static int utf8Strict(const unsigned char *z, int n, int i, unsigned *pCp) {
-  unsigned c = z[i], cp, lo = 0x80, hi = 0xBF;
-  int nNeed, j, k;
-  if (c < 0x80) {
-    *pCp = c;
-    return i + 1;
-  }
-  if (c < 0xC2 || c > 0xF4) {
-    *pCp = CJK_BADCHAR;
-    return i + 1;
-  }
-  if (c < 0xE0) {
-    nNeed = 1;
-    cp = c & 0x1F;
-  } else if (c < 0xF0) {
-    nNeed = 2;
-    cp = c & 0x0F;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F; /* no surrogates */
-  } else {
-    nNeed = 3;
-    cp = c & 0x07;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
-  }
-  j = i + 1;
-  for (k = 0; k < nNeed; k++, j++) {
-    unsigned b;
-    if (j >= n) {
-      *pCp = CJK_BADCHAR;
-      return j;
-    }
-    b = z[j];
-    if (b < lo || b > hi) {
-      *pCp = CJK_BADCHAR;
-      return j;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-    lo = 0x80;
-    hi = 0xBF;
-  }
-  *pCp = cp;
-  return j;
-}
 
 /* Append z[0..n) as the inside of a JSON string: escaped, and with every
 ** malformed sequence replaced by U+FFFD. */
@@ -178,7 +134,7 @@ static void jsonChars(Buf *p, const unsigned char *z, int n) {
       i++;
       continue;
     }
-    j = utf8Strict(z, n, i, &cp);
+    j = cjk_utf8_strict(z, n, i, &cp);
     if (cp == CJK_BADCHAR) {
       bufAppend(p, "\xEF\xBF\xBD", 3);
     } else if (cp == 0x2028 || cp == 0x2029) { /* valid JSON, but not JavaScript */
@@ -194,47 +150,6 @@ static void jsonString(Buf *p, const char *z, int n) {
   bufAppend(p, "\"", 1);
   if (z && n > 0) jsonChars(p, (const unsigned char *)z, n);
   bufAppend(p, "\"", 1);
-}
-
-/* ---- character classes for the window --------------------------------- */
-
-static int isSpaceCp(unsigned cp) {
-  return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-         cp == 0x205F || cp == 0x3000;
-}
-
-/* Characters after which a sentence (or line) ends; '.' is handled apart. */
-static int isTermCp(unsigned cp) {
-  switch (cp) {
-    case '\n': case '\r': case '!': case '?': case ';':
-    case 0x2028: case 0x2029: /* line and paragraph separators */
-    case 0x3002:              /* 。 */
-    case 0xFF01:              /* ！ */
-    case 0xFF1F:              /* ？ */
-    case 0xFF1B:              /* ； */
-    case 0xFF61:              /* ｡ */
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-/* Part of a word that white space separates (Latin, Cyrillic, digits ...):
-** cutting between two of these would cut a word.  CJK letters are not, since
-** CJK text has no spaces to cut at. */
-static int isWordCp(unsigned cp) {
-  if (cp < 0x80) {
-    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
-           cp == '_';
-  }
-  if (cp == CJK_BADCHAR || isSpaceCp(cp) || cjk_is_cjk(cp)) return 0;
-  if (cp >= 0xFF01 && cp <= 0xFF5E) return isWordCp(cjk_fold_width(cp));
-  if (cp >= 0x2000 && cp <= 0x2BFF) return 0; /* punctuation, symbols, arrows ... */
-  if (cp >= 0x3000 && cp <= 0x303F) return 0; /* CJK symbols and punctuation */
-  if (cp >= 0xFE30 && cp <= 0xFE6F) return 0; /* CJK compatibility / small forms */
-  if (cp >= 0xFF00 && cp <= 0xFF65) return 0; /* full/half-width punctuation */
-  return cp >= 0xC0;
 }
 
 /* ---- re-tokenizing the snippet column ----------------------------------- */
@@ -326,22 +241,6 @@ static int cjkPrefixEnd(const unsigned char *z, int iStart, int iEnd, int nChar)
 
 /* ---- per-call state ---------------------------------------------------- */
 
-typedef struct Hit {
-  int iPhrase;
-  int iStart, iEnd; /* bytes, then (after conversion) characters */
-  int iRange;       /* merged highlight it belongs to */
-} Hit;
-
-typedef struct Range {
-  int iStart, iEnd; /* characters, [iStart, iEnd) */
-} Range;
-
-typedef struct OffQuery {
-  int iByte;
-  int bCeil; /* round up to the next character boundary (range ends) */
-  int *pOut;
-} OffQuery;
-
 typedef struct MatchArgs {
   const char *zLabels;
   int nLabels;
@@ -350,44 +249,106 @@ typedef struct MatchArgs {
   int nOpen, nClose, nEllipsis;
 } MatchArgs;
 
-typedef struct MatchState {
-  const CjkHost *h; /* allocator */
+/* The row's phrase instances, read once from xInst.  Invariant: aInst holds
+** nInst triples (phrase, column, token offset) with 0 <= phrase < nPhrase and
+** offset >= 0; an instance that cannot be placed has column -1, so no column
+** iterator ever yields it. */
+typedef struct InstTable {
   int nCol, nPhrase, nInst;
-  int *aInst;          /* nInst * 3: phrase, column, offset */
+  int *aInst;
   unsigned char *aSeen; /* nCol * nPhrase: phrase seen in column */
-  int *aDistinct;      /* nCol: distinct phrases seen */
-  int *aPhraseSize;    /* nPhrase */
-  int *aQtok;          /* index of each phrase's first query token in azQ */
-  const char **azQ;    /* query tokens (NULL when unknown) */
+  int *aDistinct;       /* nCol: distinct phrases seen */
+  int *aPhraseSize;     /* nPhrase */
+} InstTable;
+
+/* Walks the instances of one column, in xInst order:
+**   for (instFirst(&it, t, iCol); it.i < t->nInst; instNext(&it)) ... */
+typedef struct InstIter {
+  const InstTable *t;
+  int iCol;
+  int i;              /* current instance, nInst when done */
+  int iPhrase, iOff;  /* its phrase and first token position */
+} InstIter;
+
+static void instSeek(InstIter *it) {
+  const InstTable *t = it->t;
+  while (it->i < t->nInst && t->aInst[it->i * 3 + 1] != it->iCol) it->i++;
+  if (it->i < t->nInst) {
+    it->iPhrase = t->aInst[it->i * 3];
+    it->iOff = t->aInst[it->i * 3 + 2];
+  }
+}
+
+static void instFirst(InstIter *it, const InstTable *t, int iCol) {
+  it->t = t;
+  it->iCol = iCol;
+  it->i = 0;
+  instSeek(it);
+}
+
+static void instNext(InstIter *it) {
+  it->i++;
+  instSeek(it);
+}
+
+/* The query's tokens, to tell a bigram from the unigram colocated with it:
+** token j of phrase i is azQ[aQtok[i] + j] (NULL when unknown). */
+typedef struct QueryToks {
+  int *aQtok;
+  const char **azQ;
   int *anQ;
-  int *aNeed;
+} QueryToks;
+
+/* The snippet column.  z is NULL (and n 0) for a contentless table. */
+typedef struct ColText {
+  int iCol;
+  const char *z;
+  int n;
+  const char *zLoc; /* its locale (FTS5 v4 hosts), else NULL */
+  int nLoc;
+} ColText;
+
+/* A byte offset to turn into a character offset, written to *pOut. */
+typedef struct OffQuery {
+  int iByte;
+  int bCeil; /* round up to the next character boundary (range ends) */
+  int *pOut;
+} OffQuery;
+
+typedef struct MatchState {
+  const Fts5ExtensionApi *pApi;
+  Fts5Context *pFts;
+  const CjkHost *h; /* allocator */
+  char *zErr;       /* where a phase writes its error message */
+  int nErr;
+  InstTable inst;
+  ColText col;
+  QueryToks q;
+  int *aNeed; /* sorted, distinct token positions the column's instances cover */
   int nNeed;
   TokCollect tc;
-  Hit *aHit;
-  int nHit;
-  Range *aRange;
-  int nRange;
+  CjkSnipWork w;     /* w.aHit: the snippet column's instances, bytes then characters */
+  CjkSnipWindow win;
   OffQuery *aQ;
-  unsigned *aCp; /* decoded characters of the region [iRegion, iRegionEnd) */
-  int *aOff;     /* their byte offsets, one more than characters */
 } MatchState;
 
 static void matchStateFree(MatchState *s) {
-  s->h->free(s->aInst);
-  s->h->free(s->aSeen);
-  s->h->free(s->aDistinct);
-  s->h->free(s->aPhraseSize);
-  s->h->free(s->aQtok);
-  s->h->free(s->azQ);
-  s->h->free(s->anQ);
+  s->h->free(s->inst.aInst);
+  s->h->free(s->inst.aSeen);
+  s->h->free(s->inst.aDistinct);
+  s->h->free(s->inst.aPhraseSize);
+  s->h->free(s->q.aQtok);
+  s->h->free(s->q.azQ);
+  s->h->free(s->q.anQ);
   s->h->free(s->aNeed);
   s->h->free(s->tc.aRec);
   s->h->free(s->tc.text.a);
-  s->h->free(s->aHit);
-  s->h->free(s->aRange);
+  s->h->free(s->w.aHit);
+  s->h->free(s->w.aRange);
+  s->h->free(s->w.aCnt);
+  s->h->free(s->w.aCp);
+  s->h->free(s->w.aOff);
   s->h->free(s->aQ);
-  s->h->free(s->aCp);
-  s->h->free(s->aOff);
 }
 
 static void *mallocArray(const CjkHost *h, size_t nElem, size_t szElem) {
@@ -402,16 +363,24 @@ static void *callocArray(const CjkHost *h, size_t nElem, size_t szElem) {
   return p;
 }
 
+/* mallocArray/callocArray that set *pRc on failure and do nothing after one. */
+static void *stateAlloc(MatchState *s, size_t nElem, size_t szElem, int bZero, int *pRc) {
+  void *p;
+  if (*pRc != SQLITE_OK) return 0;
+  p = bZero ? callocArray(s->h, nElem, szElem) : mallocArray(s->h, nElem, szElem);
+  if (!p) *pRc = SQLITE_NOMEM;
+  return p;
+}
+
+static void stateError(MatchState *s, int *pRc, int rc, const char *zWhat, int iArg) {
+  snprintf(s->zErr, (size_t)s->nErr, "cjk_match: %s %d failed (error %d)", zWhat, iArg, rc);
+  *pRc = rc;
+}
+
+
 static int cmpInt(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
   return (x > y) - (x < y);
-}
-
-static int cmpHit(const void *a, const void *b) {
-  const Hit *x = (const Hit *)a, *y = (const Hit *)b;
-  if (x->iStart != y->iStart) return (x->iStart > y->iStart) - (x->iStart < y->iStart);
-  if (x->iEnd != y->iEnd) return (x->iEnd > y->iEnd) - (x->iEnd < y->iEnd);
-  return (x->iPhrase > y->iPhrase) - (x->iPhrase < y->iPhrase);
 }
 
 static int cmpOffQuery(const void *a, const void *b) {
@@ -451,18 +420,15 @@ static int someTokenStartsWith(const TokCollect *tc, int iPos, const char *z, in
 ** column has a token starting with it.  The longest such guess wins; with a
 ** single instance that is the whole token, as highlight() would show.  Sets
 ** azQ/anQ (pointing into the collected token texts) or leaves them unknown. */
-static void inferQueryToken(MatchState *s, int iCol, int iPhrase, int j) {
+static void inferQueryToken(MatchState *s, int iPhrase, int j) {
   const TokCollect *tc = &s->tc;
-  int i, iFirst = -1, lo, hi, r, pass;
-  for (i = 0; i < s->nInst; i++) {
-    const int *a = &s->aInst[i * 3];
-    if (a[1] == iCol && a[0] == iPhrase && a[2] <= INT_MAX - j) {
-      iFirst = i;
-      break;
-    }
+  InstIter it, first;
+  int lo, hi, r, pass;
+  for (instFirst(&first, &s->inst, s->col.iCol); first.i < s->inst.nInst; instNext(&first)) {
+    if (first.iPhrase == iPhrase && first.iOff <= INT_MAX - j) break;
   }
-  if (iFirst < 0) return;
-  tokensAt(tc, s->aInst[iFirst * 3 + 2] + j, &lo, &hi);
+  if (first.i >= s->inst.nInst) return;
+  tokensAt(tc, first.iOff + j, &lo, &hi);
   /* pass 0: whole tokens, longest first; pass 1: their first characters */
   for (pass = 0; pass < 2; pass++) {
     const char *zBest = 0;
@@ -478,10 +444,9 @@ static void inferQueryToken(MatchState *s, int iCol, int iPhrase, int j) {
         if (n == t->nText) continue; /* tried in pass 0 */
       }
       if (n <= nBest) continue;
-      for (i = iFirst + 1; i < s->nInst && bAll; i++) {
-        const int *a = &s->aInst[i * 3];
-        if (a[1] != iCol || a[0] != iPhrase || a[2] > INT_MAX - j) continue;
-        if (!someTokenStartsWith(tc, a[2] + j, z, n)) bAll = 0;
+      for (it = first, instNext(&it); it.i < s->inst.nInst && bAll; instNext(&it)) {
+        if (it.iPhrase != iPhrase || it.iOff > INT_MAX - j) continue;
+        if (!someTokenStartsWith(tc, it.iOff + j, z, n)) bAll = 0;
       }
       if (bAll) {
         zBest = z;
@@ -489,12 +454,13 @@ static void inferQueryToken(MatchState *s, int iCol, int iPhrase, int j) {
       }
     }
     if (zBest) {
-      s->azQ[s->aQtok[iPhrase] + j] = zBest;
-      s->anQ[s->aQtok[iPhrase] + j] = nBest;
+      s->q.azQ[s->q.aQtok[iPhrase] + j] = zBest;
+      s->q.anQ[s->q.aQtok[iPhrase] + j] = nBest;
       return;
     }
   }
 }
+
 
 /* Label of column i: the i-th comma-separated field of zLabels, trimmed, or
 ** the column number written into aNum when that is missing or empty. */
@@ -532,530 +498,405 @@ static void jsonLabel(Buf *pOut, const MatchArgs *pArgs, int iCol) {
   jsonString(pOut, z, n);
 }
 
-/* The window chooser works on the decoded region only; outside it, this
-** answers a character that is neither space, word nor terminator. */
-typedef struct Region {
-  const unsigned *aCp;
-  int iFirst, iEnd; /* characters [iFirst, iEnd) are decoded */
-  int nChar;        /* characters in the whole column */
-} Region;
 
-static unsigned regionCp(const Region *r, long long c) {
-  if (c < r->iFirst || c >= r->iEnd) return CJK_BADCHAR;
-  return r->aCp[c - r->iFirst];
-}
+/* ---- phases ------------------------------------------------------------- */
 
-/* Can a snippet start (or end) at character position c? */
-static int isBoundary(const Region *r, long long c) {
-  unsigned prev;
-  if (c <= 0 || c >= r->nChar) return 1;
-  prev = regionCp(r, c - 1);
-  if (isTermCp(prev)) return 1;
-  if (prev == '.') return isSpaceCp(regionCp(r, c));
-  return 0;
-}
-
-/* Run the whole function, writing the JSON into pOut.  Returns SQLITE_OK, or
-** an error code with a message in zErr. */
-static int matchRun(const Fts5ExtensionApi *pApi, Fts5Context *pFts, const MatchArgs *pArgs,
-                    MatchState *s, Buf *pOut, char *zErr, int nErr) {
-  int rc, i, k, iCol = -1;
-  const char *zText = 0;
-  int nText = 0;
-  int nChar = 0, iFirstNonSpace = -1, iLastNonSpaceEnd = 0;
-  long long W = pArgs->nMax, first, lastEnd, ws, we;
-  int bCutBefore, bCutAfter, iBest = -1;
-  Region reg;
-
-  /* 1. instances: matched_in and the snippet column */
-  s->nCol = pApi->xColumnCount(pFts);
-  s->nPhrase = pApi->xPhraseCount(pFts);
-  if (s->nCol < 0) s->nCol = 0;
-  if (s->nPhrase < 0) s->nPhrase = 0;
-  rc = pApi->xInstCount(pFts, &s->nInst);
+/* InstTable from xInst; also which phrases each column holds. */
+static void instLoad(MatchState *s, int *pRc) {
+  const Fts5ExtensionApi *pApi = s->pApi;
+  InstTable *t = &s->inst;
+  int i, rc;
+  if (*pRc != SQLITE_OK) return;
+  t->nCol = pApi->xColumnCount(s->pFts);
+  t->nPhrase = pApi->xPhraseCount(s->pFts);
+  if (t->nCol < 0) t->nCol = 0;
+  if (t->nPhrase < 0) t->nPhrase = 0;
+  rc = pApi->xInstCount(s->pFts, &t->nInst);
   if (rc != SQLITE_OK) {
-    snprintf(zErr, (size_t)nErr, "cjk_match: reading the phrase instances failed (error %d)", rc);
-    return rc;
+    snprintf(s->zErr, (size_t)s->nErr, "cjk_match: reading the phrase instances failed (error %d)", rc);
+    *pRc = rc;
+    return;
   }
-  if (s->nInst < 0 || s->nPhrase == 0) s->nInst = 0;
-  s->aInst = mallocArray(s->h, (size_t)s->nInst * 3, sizeof(int));
-  s->aSeen = callocArray(s->h, (size_t)s->nCol * (size_t)s->nPhrase, 1);
-  s->aDistinct = callocArray(s->h, (size_t)s->nCol, sizeof(int));
-  s->aPhraseSize = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
-  if (!s->aInst || !s->aSeen || !s->aDistinct || !s->aPhraseSize) return SQLITE_NOMEM;
-  for (i = 0; i < s->nPhrase; i++) s->aPhraseSize[i] = pApi->xPhraseSize(pFts, i);
-  for (i = 0; i < s->nInst; i++) {
-    int *a = &s->aInst[i * 3];
-    rc = pApi->xInst(pFts, i, &a[0], &a[1], &a[2]);
+  if (t->nInst < 0 || t->nPhrase == 0) t->nInst = 0;
+  t->aInst = stateAlloc(s, (size_t)t->nInst * 3, sizeof(int), 0, pRc);
+  t->aSeen = stateAlloc(s, (size_t)t->nCol * (size_t)t->nPhrase, 1, 1, pRc);
+  t->aDistinct = stateAlloc(s, (size_t)t->nCol, sizeof(int), 1, pRc);
+  t->aPhraseSize = stateAlloc(s, (size_t)t->nPhrase, sizeof(int), 1, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0; i < t->nPhrase; i++) t->aPhraseSize[i] = pApi->xPhraseSize(s->pFts, i);
+  for (i = 0; i < t->nInst; i++) {
+    int *a = &t->aInst[i * 3];
+    size_t iSeen;
+    rc = pApi->xInst(s->pFts, i, &a[0], &a[1], &a[2]);
     if (rc != SQLITE_OK) {
-      snprintf(zErr, (size_t)nErr, "cjk_match: reading phrase instance %d failed (error %d)", i, rc);
-      return rc;
+      stateError(s, pRc, rc, "reading phrase instance", i);
+      return;
     }
-    if (a[0] < 0 || a[0] >= s->nPhrase || a[1] < 0 || a[1] >= s->nCol || a[2] < 0) {
+    if (a[0] < 0 || a[0] >= t->nPhrase || a[1] < 0 || a[1] >= t->nCol || a[2] < 0) {
       a[1] = -1; /* ignore an instance we cannot place */
       continue;
     }
-    if (!s->aSeen[(size_t)a[1] * (size_t)s->nPhrase + (size_t)a[0]]) {
-      s->aSeen[(size_t)a[1] * (size_t)s->nPhrase + (size_t)a[0]] = 1;
-      s->aDistinct[a[1]]++;
+    iSeen = (size_t)a[1] * (size_t)t->nPhrase + (size_t)a[0];
+    if (!t->aSeen[iSeen]) {
+      t->aSeen[iSeen] = 1;
+      t->aDistinct[a[1]]++;
     }
   }
-  for (i = 0; i < s->nCol; i++) {
-    if (s->aDistinct[i] > 0 && (iCol < 0 || s->aDistinct[i] > s->aDistinct[iCol])) iCol = i;
-  }
+}
 
+/* The matched column with the most distinct phrases (the lowest on ties), or
+** -1 when no column has an instance. */
+static int instBestColumn(const InstTable *t) {
+  int i, iCol = -1;
+  for (i = 0; i < t->nCol; i++) {
+    if (t->aDistinct[i] > 0 && (iCol < 0 || t->aDistinct[i] > t->aDistinct[iCol])) iCol = i;
+  }
+  return iCol;
+}
+
+/* With no instance anywhere: the first column with non-space text (else 0). */
+static int firstTextColumn(MatchState *s, int *pRc) {
+  int i;
+  for (i = 0; i < s->inst.nCol && *pRc == SQLITE_OK; i++) {
+    const char *z = 0;
+    int n = 0, j = 0;
+    int rc = s->pApi->xColumnText(s->pFts, i, &z, &n);
+    if (rc != SQLITE_OK) {
+      stateError(s, pRc, rc, "reading column", i);
+      break;
+    }
+    if (!z) n = 0;
+    while (j < n) {
+      unsigned cp;
+      int jNext = cjk_utf8_strict((const unsigned char *)z, n, j, &cp);
+      if (!cjk_snip_is_space(cp)) return i;
+      j = jNext;
+    }
+  }
+  return 0;
+}
+
+/* ColText for column iCol. */
+static void columnLoad(MatchState *s, int iCol, int *pRc) {
+  ColText *c = &s->col;
+  int rc;
+  c->iCol = iCol;
+  if (*pRc != SQLITE_OK || s->inst.nCol == 0) return;
+  if (s->pApi->iVersion >= 4 && s->pApi->xColumnLocale) {
+    if (s->pApi->xColumnLocale(s->pFts, iCol, &c->zLoc, &c->nLoc) != SQLITE_OK) {
+      c->zLoc = 0;
+      c->nLoc = 0;
+    }
+  }
+  rc = s->pApi->xColumnText(s->pFts, iCol, &c->z, &c->n);
+  if (rc != SQLITE_OK) {
+    stateError(s, pRc, rc, "reading column", iCol);
+    return;
+  }
+  if (!c->z || c->n < 0) {
+    c->z = 0;
+    c->n = 0;
+  }
+}
+
+/* aNeed: every token position an instance of the snippet column covers. */
+static void needPositions(MatchState *s, int *pRc) {
+  const InstTable *t = &s->inst;
+  InstIter it;
+  size_t nAlloc = 0;
+  int i, k;
+  if (*pRc != SQLITE_OK) return;
+  for (instFirst(&it, t, s->col.iCol); it.i < t->nInst; instNext(&it)) {
+    if (t->aPhraseSize[it.iPhrase] > 0) nAlloc += (size_t)t->aPhraseSize[it.iPhrase];
+  }
+  if (nAlloc > (size_t)INT_MAX) *pRc = SQLITE_NOMEM;
+  s->aNeed = stateAlloc(s, nAlloc, sizeof(int), 0, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (instFirst(&it, t, s->col.iCol); it.i < t->nInst; instNext(&it)) {
+    int j;
+    for (j = 0; j < t->aPhraseSize[it.iPhrase] && it.iOff <= INT_MAX - j; j++) {
+      s->aNeed[s->nNeed++] = it.iOff + j;
+    }
+  }
+  qsort(s->aNeed, (size_t)s->nNeed, sizeof(int), cmpInt);
+  for (i = 0, k = 0; i < s->nNeed; i++) {
+    if (k == 0 || s->aNeed[k - 1] != s->aNeed[i]) s->aNeed[k++] = s->aNeed[i];
+  }
+  s->nNeed = k;
+}
+
+/* QueryToks from xQueryToken (v3+ hosts); unknown tokens stay NULL. */
+static void queryTokensLoad(MatchState *s, int *pRc) {
+  const InstTable *t = &s->inst;
+  QueryToks *q = &s->q;
+  size_t nQ = 0;
+  int i, k;
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0; i < t->nPhrase; i++) {
+    if (t->aPhraseSize[i] > 0) nQ += (size_t)t->aPhraseSize[i];
+  }
+  if (nQ > (size_t)INT_MAX) *pRc = SQLITE_NOMEM;
+  q->aQtok = stateAlloc(s, (size_t)t->nPhrase, sizeof(int), 1, pRc);
+  q->azQ = (const char **)stateAlloc(s, nQ, sizeof(char *), 1, pRc);
+  q->anQ = stateAlloc(s, nQ, sizeof(int), 1, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0, k = 0; i < t->nPhrase; i++) {
+    int j;
+    q->aQtok[i] = k;
+    for (j = 0; j < t->aPhraseSize[i]; j++, k++) {
+      const char *zTok = 0;
+      int nTok = 0;
+      if (s->pApi->iVersion < 3 || !s->pApi->xQueryToken) continue;
+      if (s->pApi->xQueryToken(s->pFts, i, j, &zTok, &nTok) == SQLITE_OK && zTok && nTok > 0) {
+        q->azQ[k] = zTok;
+        q->anQ[k] = nTok;
+      }
+    }
+  }
+}
+
+/* The snippet column re-tokenized: tc holds the tokens at aNeed's positions;
+** then the query tokens a v2 host could not tell us are inferred. */
+static void columnRetokenize(MatchState *s, int *pRc) {
+  const Fts5ExtensionApi *pApi = s->pApi;
+  int rc, i, j;
+  if (*pRc != SQLITE_OK || s->nNeed == 0) return;
+  s->tc.aNeed = s->aNeed;
+  s->tc.nNeed = s->nNeed;
+  s->tc.iPos = -1;
+  s->tc.nByte = s->col.n;
+  if (pApi->iVersion >= 4 && pApi->xTokenize_v2) {
+    rc = pApi->xTokenize_v2(s->pFts, s->col.z, s->col.n, s->col.zLoc, s->col.nLoc, (void *)&s->tc,
+                            collectToken);
+  } else {
+    rc = pApi->xTokenize(s->pFts, s->col.z, s->col.n, (void *)&s->tc, collectToken);
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK; /* a tokenizer that passes our stop on */
+  if (rc == SQLITE_NOMEM) {
+    *pRc = rc;
+  } else if (rc != SQLITE_OK) {
+    stateError(s, pRc, rc, "re-tokenizing column", s->col.iCol);
+  }
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0; i < s->inst.nPhrase; i++) {
+    for (j = 0; j < s->inst.aPhraseSize[i]; j++) {
+      if (!s->q.azQ[s->q.aQtok[i] + j]) inferQueryToken(s, i, j);
+    }
+  }
+}
+
+
+/* The byte range [*pStart, *pEnd) the instance at it covers: its tokens'
+** ranges joined; where several tokens share a position, the ones matching
+** the query token (exact, else as a prefix), else all.  Returns 0 when no
+** token lies at its positions. */
+static int instanceBytes(const MatchState *s, const InstIter *it, int *pStart, int *pEnd) {
+  const TokCollect *tc = &s->tc;
+  int nSize = s->inst.aPhraseSize[it->iPhrase], j, iStart = INT_MAX, iEnd = -1;
+  for (j = 0; j < nSize && it->iOff <= INT_MAX - j; j++) {
+    int lo, rEnd, r, bExact = 0, bPrefix = 0;
+    const char *zQ = s->q.azQ[s->q.aQtok[it->iPhrase] + j];
+    int nQ = s->q.anQ[s->q.aQtok[it->iPhrase] + j];
+    tokensAt(tc, it->iOff + j, &lo, &rEnd);
+    for (r = lo; zQ && r < rEnd; r++) {
+      const TokRec *t = &tc->aRec[r];
+      const char *zT = tc->text.a + t->iText;
+      if (t->nText == nQ && memcmp(zT, zQ, (size_t)nQ) == 0) bExact = 1;
+      if (t->nText > nQ && memcmp(zT, zQ, (size_t)nQ) == 0) bPrefix = 1;
+    }
+    for (r = lo; r < rEnd; r++) {
+      const TokRec *t = &tc->aRec[r];
+      int tEnd = t->iEnd;
+      if (bExact || bPrefix) {
+        const char *zT = tc->text.a + t->iText;
+        if (t->nText < nQ || memcmp(zT, zQ, (size_t)nQ) != 0) continue;
+        if (t->nText > nQ) {
+          /* A prefix match.  Only the last token of a phrase can be a
+          ** prefix; there it counts even beside an exact match, since
+          ** "山"* matches both tokens of a run ending 山山 (bigram 山山
+          ** and the unigram 山 colocated with it). */
+          if (bExact && j != nSize - 1) continue;
+          tEnd = cjkPrefixEnd((const unsigned char *)s->col.z, t->iStart, t->iEnd, tokenChars(zQ, nQ));
+        }
+      }
+      if (t->iStart < iStart) iStart = t->iStart;
+      if (tEnd > iEnd) iEnd = tEnd;
+    }
+  }
+  if (iEnd < 0 || iStart > iEnd) return 0;
+  *pStart = iStart;
+  *pEnd = iEnd;
+  return 1;
+}
+
+/* w.aHit: one byte range per instance of the snippet column. */
+static void hitsFromInstances(MatchState *s, int *pRc) {
+  InstIter it;
+  s->w.aHit = stateAlloc(s, (size_t)s->inst.nInst, sizeof(CjkSnipHit), 0, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (instFirst(&it, &s->inst, s->col.iCol); it.i < s->inst.nInst; instNext(&it)) {
+    CjkSnipHit *h = &s->w.aHit[s->w.nHit];
+    if (!instanceBytes(s, &it, &h->iStart, &h->iEnd)) continue;
+    h->iPhrase = it.iPhrase;
+    h->iRange = -1;
+    s->w.nHit++;
+  }
+}
+
+/* Byte offsets of w.aHit -> character offsets, in one scan of the column.
+** A start inside a character rounds down, an end up. */
+static void hitsToChars(MatchState *s, int *pRc) {
+  const unsigned char *z = (const unsigned char *)s->col.z;
+  int nQ = s->w.nHit * 2, iq = 0, u = 0, b = 0, i;
+  if (*pRc != SQLITE_OK || nQ == 0) return;
+  s->aQ = stateAlloc(s, (size_t)nQ, sizeof(OffQuery), 0, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0; i < s->w.nHit; i++) {
+    s->aQ[2 * i].iByte = s->w.aHit[i].iStart;
+    s->aQ[2 * i].bCeil = 0;
+    s->aQ[2 * i].pOut = &s->w.aHit[i].iStart;
+    s->aQ[2 * i + 1].iByte = s->w.aHit[i].iEnd;
+    s->aQ[2 * i + 1].bCeil = 1;
+    s->aQ[2 * i + 1].pOut = &s->w.aHit[i].iEnd;
+  }
+  qsort(s->aQ, (size_t)nQ, sizeof(OffQuery), cmpOffQuery);
+  while (b < s->col.n && iq < nQ) {
+    unsigned cp;
+    int bNext = cjk_utf8_strict(z, s->col.n, b, &cp);
+    while (iq < nQ && s->aQ[iq].iByte < bNext) {
+      *s->aQ[iq].pOut = (s->aQ[iq].iByte <= b || !s->aQ[iq].bCeil) ? u : u + 1;
+      iq++;
+    }
+    u++;
+    b = bNext;
+  }
+  for (; iq < nQ; iq++) *s->aQ[iq].pOut = u;
+}
+
+/* The window, by the one snippet rule (cjk_snippet.c). */
+static void snippetChoose(MatchState *s, long long nMax, int *pRc) {
+  CjkSnipWork *w = &s->w;
+  int nRegion;
+  if (*pRc != SQLITE_OK) return;
+  /* The region never exceeds the column's bytes (each character is one). */
+  nRegion = cjk_snip_region_size(nMax, s->col.n);
+  w->nPhrase = s->inst.nPhrase;
+  w->aRange = stateAlloc(s, (size_t)w->nHit, sizeof(CjkSnipRange), 0, pRc);
+  w->aCnt = stateAlloc(s, (size_t)w->nPhrase, sizeof(int), 1, pRc);
+  w->aCp = stateAlloc(s, (size_t)nRegion, sizeof(unsigned), 0, pRc);
+  w->aOff = stateAlloc(s, (size_t)nRegion + 1, sizeof(int), 0, pRc);
+  if (*pRc != SQLITE_OK) return;
+  w->nRegionAlloc = nRegion;
+  if (cjk_snip_choose((const unsigned char *)s->col.z, s->col.n, nMax, w, &s->win) != 0) {
+    snprintf(s->zErr, (size_t)s->nErr, "cjk_match: choosing the snippet window failed");
+    *pRc = SQLITE_ERROR;
+  }
+}
+
+
+static void jsonMatchedIn(Buf *pOut, const MatchArgs *pArgs, const InstTable *t) {
+  int i, k = 0;
   bufStr(pOut, "{\"matched_in\":[");
-  for (i = 0, k = 0; i < s->nCol; i++) {
-    if (s->aDistinct[i] == 0) continue;
+  for (i = 0; i < t->nCol; i++) {
+    if (t->aDistinct[i] == 0) continue;
     if (k++) bufAppend(pOut, ",", 1);
     jsonLabel(pOut, pArgs, i);
   }
   bufAppend(pOut, "]", 1);
+}
 
-  if (iCol < 0) {
-    /* No instance anywhere: the first column with non-space text. */
-    for (i = 0; i < s->nCol && iCol < 0; i++) {
-      const char *z = 0;
-      int n = 0, j = 0;
-      rc = pApi->xColumnText(pFts, i, &z, &n);
-      if (rc != SQLITE_OK) {
-        snprintf(zErr, (size_t)nErr, "cjk_match: reading column %d failed (error %d)", i, rc);
-        return rc;
-      }
-      if (!z) n = 0;
-      while (j < n) {
-        unsigned cp;
-        int jNext = utf8Strict((const unsigned char *)z, n, j, &cp);
-        if (!isSpaceCp(cp)) {
-          iCol = i;
-          break;
-        }
-        j = jNext;
-      }
-    }
-    if (iCol < 0) iCol = 0;
-  }
-
-  if (s->nCol > 0) {
-    const char *zLoc = 0;
-    int nLoc = 0;
-    if (pApi->iVersion >= 4 && pApi->xColumnLocale) {
-      rc = pApi->xColumnLocale(pFts, iCol, &zLoc, &nLoc);
-      if (rc != SQLITE_OK) {
-        zLoc = 0;
-        nLoc = 0;
-      }
-    }
-    rc = pApi->xColumnText(pFts, iCol, &zText, &nText);
-    if (rc != SQLITE_OK) {
-      snprintf(zErr, (size_t)nErr, "cjk_match: reading column %d failed (error %d)", iCol, rc);
-      return rc;
-    }
-    if (!zText || nText < 0) {
-      zText = 0;
-      nText = 0;
-    }
-
-    /* 2. positions the snippet column's instances need, and its tokens there */
-    if (s->aDistinct[iCol] > 0 && nText > 0) {
-      size_t nNeedAlloc = 0;
-      for (i = 0; i < s->nInst; i++) {
-        int *a = &s->aInst[i * 3];
-        if (a[1] != iCol) continue;
-        if (s->aPhraseSize[a[0]] > 0) nNeedAlloc += (size_t)s->aPhraseSize[a[0]];
-      }
-      if (nNeedAlloc > (size_t)INT_MAX) return SQLITE_NOMEM;
-      s->aNeed = mallocArray(s->h, nNeedAlloc, sizeof(int));
-      if (!s->aNeed) return SQLITE_NOMEM;
-      for (i = 0; i < s->nInst; i++) {
-        int *a = &s->aInst[i * 3];
-        int j;
-        if (a[1] != iCol) continue;
-        for (j = 0; j < s->aPhraseSize[a[0]]; j++) {
-          if (a[2] > INT_MAX - j) break;
-          s->aNeed[s->nNeed++] = a[2] + j;
-        }
-      }
-      qsort(s->aNeed, (size_t)s->nNeed, sizeof(int), cmpInt);
-      for (i = 0, k = 0; i < s->nNeed; i++) {
-        if (k == 0 || s->aNeed[k - 1] != s->aNeed[i]) s->aNeed[k++] = s->aNeed[i];
-      }
-      s->nNeed = k;
-
-      /* query tokens, to tell a bigram from the unigram colocated with it */
-      {
-        size_t nQ = 0;
-        for (i = 0; i < s->nPhrase; i++) {
-          if (s->aPhraseSize[i] > 0) nQ += (size_t)s->aPhraseSize[i];
-        }
-        if (nQ > (size_t)INT_MAX) return SQLITE_NOMEM;
-        s->aQtok = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
-        s->azQ = (const char **)callocArray(s->h, nQ, sizeof(char *));
-        s->anQ = callocArray(s->h, nQ, sizeof(int));
-        if (!s->aQtok || !s->azQ || !s->anQ) return SQLITE_NOMEM;
-        for (i = 0, k = 0; i < s->nPhrase; i++) {
-          int j;
-          s->aQtok[i] = k;
-          for (j = 0; j < s->aPhraseSize[i]; j++, k++) {
-            if (pApi->iVersion >= 3 && pApi->xQueryToken) {
-              const char *zTok = 0;
-              int nTok = 0;
-              if (pApi->xQueryToken(pFts, i, j, &zTok, &nTok) == SQLITE_OK && zTok && nTok > 0) {
-                s->azQ[k] = zTok;
-                s->anQ[k] = nTok;
-              }
-            }
-          }
-        }
-      }
-
-      s->tc.aNeed = s->aNeed;
-      s->tc.nNeed = s->nNeed;
-      s->tc.iPos = -1;
-      s->tc.nByte = nText;
-      if (s->nNeed > 0) {
-        if (pApi->iVersion >= 4 && pApi->xTokenize_v2) {
-          rc = pApi->xTokenize_v2(pFts, zText, nText, zLoc, nLoc, (void *)&s->tc, collectToken);
-        } else {
-          rc = pApi->xTokenize(pFts, zText, nText, (void *)&s->tc, collectToken);
-        }
-        if (rc == SQLITE_DONE) rc = SQLITE_OK; /* a tokenizer that passes our stop on */
-        if (rc != SQLITE_OK) {
-          if (rc != SQLITE_NOMEM) {
-            snprintf(zErr, (size_t)nErr, "cjk_match: re-tokenizing column %d failed (error %d)",
-                     iCol, rc);
-          }
-          return rc;
-        }
-      }
-
-      /* hosts without xQueryToken: infer what each query token must be */
-      for (i = 0; i < s->nPhrase; i++) {
-        int j;
-        for (j = 0; j < s->aPhraseSize[i]; j++) {
-          if (!s->azQ[s->aQtok[i] + j]) inferQueryToken(s, iCol, i, j);
-        }
-      }
-
-      /* each instance becomes a byte range */
-      s->aHit = mallocArray(s->h, (size_t)s->nInst, sizeof(Hit));
-      if (!s->aHit) return SQLITE_NOMEM;
-      for (i = 0; i < s->nInst; i++) {
-        int *a = &s->aInst[i * 3];
-        int j, iStart = INT_MAX, iEnd = -1;
-        if (a[1] != iCol) continue;
-        for (j = 0; j < s->aPhraseSize[a[0]]; j++) {
-          int lo, rEnd, r, bExact = 0, bPrefix = 0;
-          const char *zQ = s->azQ[s->aQtok[a[0]] + j];
-          int nQ = s->anQ[s->aQtok[a[0]] + j];
-          if (a[2] > INT_MAX - j) break;
-          tokensAt(&s->tc, a[2] + j, &lo, &rEnd);
-          if (lo == rEnd) continue;
-          if (zQ) {
-            for (r = lo; r < rEnd; r++) {
-              const TokRec *t = &s->tc.aRec[r];
-              const char *zT = s->tc.text.a + t->iText;
-              if (t->nText == nQ && memcmp(zT, zQ, (size_t)nQ) == 0) bExact = 1;
-              if (t->nText > nQ && memcmp(zT, zQ, (size_t)nQ) == 0) bPrefix = 1;
-            }
-          }
-          for (r = lo; r < rEnd; r++) {
-            const TokRec *t = &s->tc.aRec[r];
-            int tEnd = t->iEnd;
-            if (bExact || bPrefix) {
-              const char *zT = s->tc.text.a + t->iText;
-              if (t->nText < nQ || memcmp(zT, zQ, (size_t)nQ) != 0) continue;
-              if (t->nText > nQ) {
-                /* A prefix match.  Only the last token of a phrase can be a
-                ** prefix; there it counts even beside an exact match, since
-                ** "山"* matches both tokens of a run ending 山山 (bigram 山山
-                ** and the unigram 山 colocated with it). */
-                if (bExact && j != s->aPhraseSize[a[0]] - 1) continue;
-                tEnd = cjkPrefixEnd((const unsigned char *)zText, t->iStart, t->iEnd,
-                                    tokenChars(zQ, nQ));
-              }
-            }
-            if (t->iStart < iStart) iStart = t->iStart;
-            if (tEnd > iEnd) iEnd = tEnd;
-          }
-        }
-        if (iEnd < 0 || iStart > iEnd) continue;
-        s->aHit[s->nHit].iPhrase = a[0];
-        s->aHit[s->nHit].iStart = iStart;
-        s->aHit[s->nHit].iEnd = iEnd;
-        s->aHit[s->nHit].iRange = -1;
-        s->nHit++;
-      }
-      qsort(s->aHit, (size_t)s->nHit, sizeof(Hit), cmpHit);
-    }
-  }
-
-  /* 3a. byte offsets -> character offsets, in one scan of the column */
-  {
-    int nQ = s->nHit * 2, iq = 0, u = 0, b = 0;
-    if (nQ > 0) {
-      s->aQ = mallocArray(s->h, (size_t)nQ, sizeof(OffQuery));
-      if (!s->aQ) return SQLITE_NOMEM;
-      for (i = 0; i < s->nHit; i++) {
-        s->aQ[2 * i].iByte = s->aHit[i].iStart;
-        s->aQ[2 * i].bCeil = 0;
-        s->aQ[2 * i].pOut = &s->aHit[i].iStart;
-        s->aQ[2 * i + 1].iByte = s->aHit[i].iEnd;
-        s->aQ[2 * i + 1].bCeil = 1;
-        s->aQ[2 * i + 1].pOut = &s->aHit[i].iEnd;
-      }
-      qsort(s->aQ, (size_t)nQ, sizeof(OffQuery), cmpOffQuery);
-    }
-    while (b < nText) {
-      unsigned cp;
-      int bNext = utf8Strict((const unsigned char *)zText, nText, b, &cp);
-      while (iq < nQ && s->aQ[iq].iByte < bNext) {
-        *s->aQ[iq].pOut = (s->aQ[iq].iByte <= b || !s->aQ[iq].bCeil) ? u : u + 1;
-        iq++;
-      }
-      if (!isSpaceCp(cp)) {
-        if (iFirstNonSpace < 0) iFirstNonSpace = u;
-        iLastNonSpaceEnd = u + 1;
-      }
-      u++;
-      b = bNext;
-    }
-    for (; iq < nQ; iq++) *s->aQ[iq].pOut = u;
-    nChar = u;
-    if (iFirstNonSpace < 0) iFirstNonSpace = nChar;
-  }
-
-  /* merge overlapping or touching highlights (in characters) */
-  if (s->nHit > 0) {
-    qsort(s->aHit, (size_t)s->nHit, sizeof(Hit), cmpHit);
-    s->aRange = mallocArray(s->h, (size_t)s->nHit, sizeof(Range));
-    if (!s->aRange) return SQLITE_NOMEM;
-    for (i = 0; i < s->nHit; i++) {
-      Hit *h = &s->aHit[i];
-      if (h->iEnd < h->iStart) h->iEnd = h->iStart;
-      if (s->nRange > 0 && h->iStart <= s->aRange[s->nRange - 1].iEnd) {
-        if (h->iEnd > s->aRange[s->nRange - 1].iEnd) s->aRange[s->nRange - 1].iEnd = h->iEnd;
-      } else {
-        s->aRange[s->nRange].iStart = h->iStart;
-        s->aRange[s->nRange].iEnd = h->iEnd;
-        s->nRange++;
-      }
-      h->iRange = s->nRange - 1;
-    }
-  }
-
-  /* 3b. the best window: most distinct phrases, then most instances */
-  if (s->nHit > 0) {
-    int *aCnt = callocArray(s->h, (size_t)s->nPhrase, sizeof(int));
-    int j = 0, nDistinct = 0, iBestEnd = 0;
-    long long bestScore = -1;
-    if (!aCnt) return SQLITE_NOMEM;
-    for (i = 0; i < s->nHit; i++) {
-      long long score;
-      if (j < i) j = i;
-      while (j < s->nHit && (long long)s->aHit[j].iStart < (long long)s->aHit[i].iStart + W) {
-        if (aCnt[s->aHit[j].iPhrase]++ == 0) nDistinct++;
-        j++;
-      }
-      score = (long long)nDistinct * ((long long)s->nHit + 1) + (j - i);
-      if (score > bestScore) {
-        bestScore = score;
-        iBest = i;
-        iBestEnd = j;
-      }
-      if (--aCnt[s->aHit[i].iPhrase] == 0) nDistinct--;
-    }
-    s->h->free(aCnt);
-    first = s->aRange[s->aHit[iBest].iRange].iStart;
-    lastEnd = first;
-    for (i = iBest; i < iBestEnd; i++) {
-      long long e = s->aRange[s->aHit[i].iRange].iEnd;
-      if (e > lastEnd) lastEnd = e;
-    }
-    if (lastEnd > first + W) lastEnd = first + W;
-  } else {
-    first = lastEnd = iFirstNonSpace;
-  }
-
-  /* 3c. decode the characters around the window */
-  {
-    long long rs = first - W, re = first + W + 2;
-    int u = 0, b = 0, c;
-    if (rs < 0) rs = 0;
-    if (re > nChar) re = nChar;
-    if (re < rs) re = rs;
-    s->aCp = mallocArray(s->h, (size_t)(re - rs), sizeof(unsigned));
-    s->aOff = mallocArray(s->h, (size_t)(re - rs) + 1, sizeof(int));
-    if (!s->aCp || !s->aOff) return SQLITE_NOMEM;
-    c = 0;
-    while (b < nText && u < re) {
-      unsigned cp;
-      int bNext = utf8Strict((const unsigned char *)zText, nText, b, &cp);
-      if (u >= rs) {
-        s->aCp[c] = cp;
-        s->aOff[c] = b;
-        c++;
-      }
-      u++;
-      b = bNext;
-    }
-    s->aOff[c] = b;
-    reg.aCp = s->aCp;
-    reg.iFirst = (int)rs;
-    reg.iEnd = (int)rs + c;
-    reg.nChar = nChar;
-  }
-
-  /* 3d. window edges */
-  {
-    long long slack = W - (lastEnd - first), target, lo, c, bestDist = -1;
-    if (slack < 0) slack = 0;
-    target = first - slack / 2;
-    if (iLastNonSpaceEnd - iFirstNonSpace <= W) {
-      ws = iFirstNonSpace; /* the whole text fits */
-    } else {
-      lo = lastEnd - (3 * W) / 4;
-      if (lo < 0) lo = 0;
-      ws = -1;
-      for (c = first; c >= lo; c--) {
-        long long dist;
-        if (!isBoundary(&reg, c)) continue;
-        dist = c > target ? c - target : target - c;
-        if (bestDist < 0 || dist <= bestDist) {
-          bestDist = dist;
-          ws = c;
-        }
-      }
-      if (ws < 0) {
-        ws = target < 0 ? 0 : target;
-        if (ws > 0 && isWordCp(regionCp(&reg, ws - 1)) && isWordCp(regionCp(&reg, ws))) {
-          for (c = ws + 1; c <= first; c++) {
-            if (isSpaceCp(regionCp(&reg, c - 1))) {
-              ws = c;
-              break;
-            }
-          }
-        }
-      }
-    }
-    while (ws < first && isSpaceCp(regionCp(&reg, ws))) ws++;
-    we = ws + W;
-    if (we > nChar) we = nChar;
-    if (we < lastEnd) we = lastEnd;
-    if (we < iLastNonSpaceEnd) {
-      long long minEnd = ws + W / 2;
-      int bFound = 0;
-      if (minEnd < lastEnd) minEnd = lastEnd;
-      for (c = we; c >= minEnd && c > ws; c--) {
-        if (isBoundary(&reg, c)) {
-          we = c;
-          bFound = 1;
-          break;
-        }
-      }
-      if (!bFound && isWordCp(regionCp(&reg, we - 1)) && isWordCp(regionCp(&reg, we))) {
-        for (c = we - 1; c >= minEnd && c > ws; c--) {
-          if (isSpaceCp(regionCp(&reg, c))) {
-            we = c;
-            break;
-          }
-        }
-      }
-    }
-    while (we > ws && we > lastEnd && isSpaceCp(regionCp(&reg, we - 1))) we--;
-    /* Characters the end gave back go to the start: to the earliest sentence
-    ** start still in budget, or (when the start is not one already) as far as
-    ** the budget goes without cutting a word. */
-    if (we - ws < W && ws > iFirstNonSpace) {
-      long long lo2 = we - W, c2 = -1;
-      if (lo2 < 0) lo2 = 0;
-      if (lo2 < reg.iFirst) lo2 = reg.iFirst;
-      for (c = lo2; c < ws; c++) {
-        if (isBoundary(&reg, c)) {
-          c2 = c;
-          break;
-        }
-      }
-      if (c2 < 0 && !isBoundary(&reg, ws) && lo2 < ws) {
-        c2 = lo2;
-        if (c2 > 0 && isWordCp(regionCp(&reg, c2 - 1)) && isWordCp(regionCp(&reg, c2))) {
-          for (c = c2 + 1; c <= ws; c++) {
-            if (isSpaceCp(regionCp(&reg, c - 1))) break;
-          }
-          c2 = c > ws ? ws : c;
-        }
-      }
-      if (c2 >= 0 && c2 < ws) {
-        ws = c2;
-        while (ws < first && isSpaceCp(regionCp(&reg, ws))) ws++;
-      }
-    }
-    if (ws < reg.iFirst) ws = reg.iFirst;
-    if (we > reg.iEnd) we = reg.iEnd;
-    if (we < ws) we = ws;
-    bCutBefore = ws > iFirstNonSpace;
-    bCutAfter = we < iLastNonSpaceEnd;
-  }
-
-  /* 4. the rest of the JSON */
+/* "column", then "snippet": the window's text with every highlight in it
+** between the markers, an ellipsis on each cut side; then "start"/"end". */
+static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
+  const unsigned char *z = (const unsigned char *)s->col.z;
+  const CjkSnipWork *w = &s->w;
+  const CjkSnipWindow *win = &s->win;
+  int r = win->iFirstShown < 0 ? w->nRange : win->iFirstShown;
+  long long c = win->iStart;
+#define OFF(ch) (w->aOff[(ch) - win->iRegion])
   bufStr(pOut, ",\"column\":");
-  if (s->nCol > 0) {
-    jsonLabel(pOut, pArgs, iCol);
+  if (s->inst.nCol > 0) {
+    jsonLabel(pOut, pArgs, s->col.iCol);
   } else {
     bufStr(pOut, "null");
   }
   bufStr(pOut, ",\"snippet\":\"");
-  {
-    const unsigned char *z = (const unsigned char *)zText;
-    int r = 0, iFirstShown = -1;
-    long long c = ws;
-#define OFF(ch) (s->aOff[(ch) - reg.iFirst])
-    if (bCutBefore) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
-    while (r < s->nRange && s->aRange[r].iEnd <= ws) r++;
-    while (c < we) {
-      if (r < s->nRange && s->aRange[r].iStart <= c) {
-        long long e = s->aRange[r].iEnd < we ? s->aRange[r].iEnd : we;
-        if (iFirstShown < 0) iFirstShown = r;
-        jsonChars(pOut, (const unsigned char *)pArgs->zOpen, pArgs->nOpen);
-        jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
-        jsonChars(pOut, (const unsigned char *)pArgs->zClose, pArgs->nClose);
-        c = e;
-        r++;
-      } else {
-        long long e = (r < s->nRange && s->aRange[r].iStart < we) ? s->aRange[r].iStart : we;
-        jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
-        c = e;
-      }
-    }
-#undef OFF
-    if (bCutAfter) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
-    bufStr(pOut, "\",\"start\":");
-    if (iFirstShown >= 0) {
-      bufInt(pOut, s->aRange[iFirstShown].iStart);
-      bufStr(pOut, ",\"end\":");
-      bufInt(pOut, s->aRange[iFirstShown].iEnd);
+  if (win->bCutBefore) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
+  while (c < win->iEnd) {
+    if (r < w->nRange && w->aRange[r].iStart <= c) {
+      long long e = w->aRange[r].iEnd < win->iEnd ? w->aRange[r].iEnd : win->iEnd;
+      jsonChars(pOut, (const unsigned char *)pArgs->zOpen, pArgs->nOpen);
+      jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
+      jsonChars(pOut, (const unsigned char *)pArgs->zClose, pArgs->nClose);
+      c = e;
+      r++;
     } else {
-      bufStr(pOut, "null,\"end\":null");
+      long long e = (r < w->nRange && w->aRange[r].iStart < win->iEnd) ? w->aRange[r].iStart : win->iEnd;
+      jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
+      c = e;
     }
   }
+#undef OFF
+  if (win->bCutAfter) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
+  bufStr(pOut, "\",\"start\":");
+  if (win->iFirstShown >= 0) {
+    bufInt(pOut, w->aRange[win->iFirstShown].iStart);
+    bufStr(pOut, ",\"end\":");
+    bufInt(pOut, w->aRange[win->iFirstShown].iEnd);
+  } else {
+    bufStr(pOut, "null,\"end\":null");
+  }
+}
+
+/* "window", "cut", "matches", "match_count" and the closing brace. */
+static void jsonTail(Buf *pOut, const MatchState *s) {
+  const CjkSnipWork *w = &s->w;
+  int i;
   bufStr(pOut, ",\"window\":[");
-  bufInt(pOut, ws);
+  bufInt(pOut, s->win.iStart);
   bufAppend(pOut, ",", 1);
-  bufInt(pOut, we);
-  bufStr(pOut, "],\"matches\":[");
-  for (i = 0; i < s->nRange && i < CJK_MATCH_MAX_LISTED; i++) {
+  bufInt(pOut, s->win.iEnd);
+  bufStr(pOut, s->win.bCutBefore ? "],\"cut\":[true," : "],\"cut\":[false,");
+  bufStr(pOut, s->win.bCutAfter ? "true]" : "false]");
+  bufStr(pOut, ",\"matches\":[");
+  for (i = 0; i < w->nRange && i < CJK_MATCH_MAX_LISTED; i++) {
     if (i) bufAppend(pOut, ",", 1);
     bufAppend(pOut, "[", 1);
-    bufInt(pOut, s->aRange[i].iStart);
+    bufInt(pOut, w->aRange[i].iStart);
     bufAppend(pOut, ",", 1);
-    bufInt(pOut, s->aRange[i].iEnd);
+    bufInt(pOut, w->aRange[i].iEnd);
     bufAppend(pOut, "]", 1);
   }
   bufStr(pOut, "],\"match_count\":");
-  bufInt(pOut, s->nRange);
+  bufInt(pOut, w->nRange);
   bufAppend(pOut, "}", 1);
+}
+
+/* Run the whole function, writing the JSON into pOut.  Returns SQLITE_OK, or
+** an error code with a message in s->zErr. */
+static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
+  int rc = SQLITE_OK, iCol;
+  instLoad(s, &rc);
+  if (rc != SQLITE_OK) return rc;
+  iCol = instBestColumn(&s->inst);
+  jsonMatchedIn(pOut, pArgs, &s->inst);
+  if (iCol < 0) iCol = firstTextColumn(s, &rc);
+  columnLoad(s, iCol, &rc);
+  if (rc == SQLITE_OK && s->inst.nCol > 0 && s->inst.aDistinct[iCol] > 0 && s->col.n > 0) {
+    needPositions(s, &rc);
+    queryTokensLoad(s, &rc);
+    columnRetokenize(s, &rc);
+    hitsFromInstances(s, &rc);
+    hitsToChars(s, &rc);
+  }
+  snippetChoose(s, pArgs->nMax, &rc);
+  if (rc != SQLITE_OK) return rc;
+  jsonSnippet(pOut, pArgs, s);
+  jsonTail(pOut, s);
   return pOut->bOom ? SQLITE_NOMEM : SQLITE_OK;
 }
+
+
 
 /* Read an optional text argument; NULL (or absent) means zDefault. */
 static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
@@ -1124,11 +965,15 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
 
   memset(&s, 0, sizeof(s));
   memset(&out, 0, sizeof(out));
+  s.pApi = pApi;
+  s.pFts = pFts;
   s.h = h;
   s.tc.text.h = h;
+  s.zErr = zErr;
+  s.nErr = (int)sizeof(zErr);
   out.h = h;
   zErr[0] = 0;
-  rc = matchRun(pApi, pFts, &args, &s, &out, zErr, (int)sizeof(zErr));
+  rc = matchRun(&s, &args, &out);
   matchStateFree(&s);
   if (rc == SQLITE_OK && out.n > (size_t)INT_MAX) {
     rc = SQLITE_TOOBIG;

@@ -26,9 +26,12 @@
 **    "start": 12, "end": 15,                   the first highlight shown in the
 **                                              snippet, as character offsets
 **                                              [start, end) into the column text
-**                                              (null when nothing is highlighted)
+**                                              (null when nothing is highlighted);
+**                                              shown clipped to the window
 **    "window": [0, 80],                        [start, end) of the column text
 **                                              the snippet shows (characters)
+**    "cut": [false, true],                     whether an ellipsis stands before
+**                                              / after it (text left out)
 **    "matches": [[12, 15], [40, 43]],          every highlight in the column
 **                                              (characters), first 100 only
 **    "match_count": 2}                         how many highlights in all
@@ -60,21 +63,11 @@
 **     Python's bytes.decode("utf-8", "replace") does: each maximal invalid
 **     subsequence of bytes is one U+FFFD character, and is output as U+FFFD.
 **     Highlight and window edges always fall on those character boundaries.
-**   - Window: the best max_chars-wide span is the one whose highlights cover
-**     the most distinct phrases, then the most instances, the earliest on ties.
-**     If the column's text (trimmed) fits in max_chars it is shown whole.
-**     Otherwise the start moves back to a sentence start (the text start, or
-**     after 。！？；｡!?; a newline, or '.' followed by white space) when one lies
-**     within three quarters of a window of the highlights' end, choosing the one
-**     nearest to centring the highlights; failing that the highlights are
-**     centred and a Latin word is not cut in two.  The end is cut back to the
-**     last sentence end in the window's second half (and after the
-**     highlights), else to the last white space if it would cut a Latin word.
-**     Characters the end gave back then extend the start to the earliest
-**     sentence start in budget (or, if the start is not at one, as far as the
-**     budget goes without cutting a word).  Leading and trailing white space is
-**     trimmed.  The ellipsis marks each side where non-space text was left out.
-**     So the snippet shows at most max_chars characters of the column.
+**   - Window: chosen by the one snippet rule, stated once at the top of
+**     cjk_snippet.h (the same code snippet.py calls for every other route),
+**     with max_chars as its budget and the instances' highlights as its
+**     matches.  So the snippet shows at most max_chars characters of the
+**     column, plus the ellipses.
 **   - Works on any FTS5 table (any tokenizer, external-content and contentless
 **     tables; on a contentless table the snippet is empty), detail=full for
 **     exact highlights.  No process-global state: the host routines travel in

@@ -279,4 +279,5 @@ def test_cffi_module_links_to_the_plain_library_instead_of_carrying_the_code():
     # The entry point and the helpers python/build_cffi.py declares; everything else is hidden.
     assert exported == {"sqlite3_cjkunicode_init", "cjk_is_cjk", "cjk_fold_width", "cjk_fold_utf8",
                         "cjk_variant_count", "cjk_variant_pair", "cjk_range_count", "cjk_range_bound",
-                        "cjk_check_args", "cjk_classify_utf32", "cjk_version"}
+                        "cjk_check_args", "cjk_classify_utf32", "cjk_version", "cjk_is_extender",
+                        "cjk_snippet_work_size", "cjk_snippet_window"}

@@ -279,13 +279,15 @@ def test_hit_fields(conn):
 def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     c = corpus.build(ROWS[:6])
 
-    def fake_cjk_match(api, *args):  # the JSON contract of csrc/cjk_aux.h
-        return json.dumps({"matched_in": ["content"], "column": "content", "snippet": "AUX snippet",
-                           "start": 0, "end": 3, "matches": 1})
+    def fake_cjk_match(api, *args):  # the JSON contract of csrc/cjk_aux.h, a window of the row's text
+        return json.dumps({"matched_in": ["content"], "column": "content", "snippet": "部署失败了，…",
+                           "start": 0, "end": 2, "window": [0, 6], "cut": [False, True], "matches": [[0, 2]],
+                           "match_count": 1})
 
     c.register_fts5_function("cjk_match", fake_cjk_match)  # stands in for the C one
     hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
-    assert [(h.message_id, h.snippet, h.matched_in) for h in hits] == [(1, "AUX snippet", ["content"])]
+    assert [(h.message_id, h.snippet, h.highlight, h.span) for h in hits] == [(1, "部署失败了，…", (0, 2), (0, 2))]
+    assert hits[0].matched_in == ["content"]
     # other routes build their own
     hits = run_search(c, "部署", live_indexes=NO_EXT, session_id="a")
     assert hits[0].snippet.startswith("部署失败")

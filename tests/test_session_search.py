@@ -238,12 +238,13 @@ def test_discovery_tool_output_hit_is_cut_around_the_match(world):
     assert entry["hit"]["where"] == "tool output"
     hit = next(m for m in entry["window"] if m.get("hit"))
     assert hit["id"] == world["mid"]["zh_log"]
-    assert "OOMKilled" in hit["content"]  # the kept part is centred on the match
-    assert hit["cut"]["content"] == len(LOG) - HIT_CHARS
+    assert "OOMKilled" in hit["content"]  # the kept part is the snippet window around the match
     assert hit["content"].startswith("[… ") and "earlier characters cut] " in hit["content"]
     assert hit["content"].endswith(" more characters cut]")
     kept = hit["content"].split("cut] ", 1)[1].rsplit(" [… ", 1)[0]
-    assert len(kept) == HIT_CHARS and kept in LOG
+    assert hit["cut"]["content"] == len(LOG) - len(kept)
+    # cut as the snippet rule cuts: whole lines of the log, as many as fit
+    assert HIT_CHARS - 40 < len(kept) <= HIT_CHARS and ("\n" + kept + "\n") in LOG
     # the other window messages and the bookends have their own, smaller budgets
     for m in entry["window"]:
         if not m.get("hit") and m.get("content"):
@@ -497,7 +498,7 @@ def test_cut_text():
     shown, n = cut_text("a" * 100, 10)
     assert shown == "a" * 10 + " [… 90 more characters cut]" and n == 90
     text = "x" * 5000 + "NEEDLE" + "y" * 5000
-    shown, n = cut_text(text, 100, focus=5003)
+    shown, n = cut_text(text, 100, focus=(5000, 5006))
     assert "NEEDLE" in shown and n == len(text) - 100
     assert shown.startswith("[… 4,953 earlier characters cut] ") and shown.endswith(" [… 4,953 more characters cut]")
     # a combining mark is never separated from its letter

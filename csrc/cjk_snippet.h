@@ -1,0 +1,114 @@
+/*
+** cjk_snippet.h — the one snippet rule: which part of a text a snippet shows.
+**
+** Every snippet the project makes comes from here: cjk_match() (cjk_aux.c)
+** on the cjk route, and, through cjk_snippet_window() and the cffi module,
+** snippet.py on every route that checks rows in Python and session_search.
+**
+** The rule.  Input: a text, its matches (character ranges, each with the
+** query phrase it belongs to) and a budget of W characters (ellipses not
+** counted).  Matches that overlap or touch are merged into one highlight.
+** The focus is the W-wide stretch whose matches cover the most distinct
+** phrases, then the most matches, the earliest on ties; it holds the whole
+** match when the match fits in W (a longer one shows its first W characters).
+** If the text, trimmed of white space, fits in W it is shown whole.
+** Otherwise the start moves back to a sentence start when one lies within
+** three quarters of a window of the focus's end, choosing the one nearest to
+** centring the focus; failing that the focus is centred and a word of a
+** spaced script (Latin, Cyrillic, digits ...) is not cut in two.  A sentence
+** starts at the text start and after 。！？；｡ (full-width forms too), a
+** newline (or CR, U+2028, U+2029); after ASCII . ! ? ; only when white space
+** follows ("settings.yaml" and "a!=b" are no sentence ends).  The end is cut
+** back to the last sentence end in the window's second half (never before
+** the focus), else to the last white space if it would cut a word.
+** Characters the end gave back extend the start to the earliest sentence
+** start still in budget (or, if the start is not at one, as far as the budget
+** goes without cutting a word).  White space at either edge is trimmed.  A
+** character is never split from what extends it: a window edge does not fall
+** before a combining mark (General Category M, variation selectors included),
+** an emoji skin-tone modifier or tag, nor after a zero-width joiner -- the
+** edge moves inward, or outward when the focus itself starts or ends there
+** and the budget allows.  An ellipsis marks each side where non-space text
+** was left out.  The first highlight inside the window is "the" highlight
+** (clipped to the window); its full range in the text is the hit's span.
+** Characters are code points of the text read as UTF-8, each maximal invalid
+** byte sequence counting as one U+FFFD.
+*/
+#ifndef CJK_SNIPPET_H
+#define CJK_SNIPPET_H
+
+#include <stddef.h>
+
+#include "cjk_api.h"
+
+/* A strictly decoded character that was not valid UTF-8 (printed as U+FFFD). */
+#define CJK_BADCHAR 0x110000u
+
+/* One match: characters [iStart, iEnd) of phrase iPhrase.  iRange is set by
+** the chooser to the merged highlight the match belongs to. */
+typedef struct CjkSnipHit {
+  int iPhrase;
+  int iStart, iEnd;
+  int iRange;
+} CjkSnipHit;
+
+typedef struct CjkSnipRange {
+  int iStart, iEnd; /* characters, [iStart, iEnd) */
+} CjkSnipRange;
+
+/* The chooser's memory, all of it provided by the caller (so the SQLite
+** function allocates through its host and Python through cffi). */
+typedef struct CjkSnipWork {
+  CjkSnipHit *aHit;     /* in: nHit matches (sorted in place) */
+  int nHit;
+  CjkSnipRange *aRange; /* out: merged highlights, sorted; room for nHit */
+  int nRange;
+  int *aCnt;            /* scratch: one int per phrase */
+  int nPhrase;
+  unsigned *aCp;        /* out: the decoded characters around the window */
+  int *aOff;            /* out: their byte offsets, one more entry than aCp */
+  int nRegionAlloc;     /* room in aCp (aOff has one more) */
+} CjkSnipWork;
+
+/* Where the snippet lies: characters [iStart, iEnd) of the text. */
+typedef struct CjkSnipWindow {
+  int iStart, iEnd;
+  int bCutBefore, bCutAfter; /* non-space text left out before / after */
+  int iFirstShown;           /* aRange index of the first highlight shown, or -1 */
+  int iRegion;               /* character number of aCp[0] and aOff[0] */
+} CjkSnipWindow;
+
+/* Room the chooser needs in aCp for a budget of nMax characters on a text of
+** nChar characters. */
+int cjk_snip_region_size(long long nMax, int nChar);
+
+/* Choose the window for z[0..n) by the rule above; nMax is W.  Returns 0, or
+** non-zero when the work space is too small or a phrase is out of range. */
+int cjk_snip_choose(const unsigned char *z, int n, long long nMax, CjkSnipWork *w, CjkSnipWindow *pOut);
+
+/* Decode one character at z[i] (i < n) as Unicode's well-formed UTF-8 table
+** defines it; a malformed sequence yields CJK_BADCHAR for its maximal valid
+** prefix (at least one byte), as Python's "replace" error handler splits
+** invalid input.  Returns the next index. */
+int cjk_utf8_strict(const unsigned char *z, int n, int i, unsigned *pCp);
+
+/* White space, as the snippet rule trims it. */
+int cjk_snip_is_space(unsigned cp);
+
+/* Non-zero if cp extends the character before it (see the rule above). */
+CJK_API int cjk_is_extender(unsigned cp);
+
+/* For Python (snippet.py): the bytes of work space cjk_snippet_window needs. */
+CJK_API size_t cjk_snippet_work_size(int nMatch, int nPhrase, int nMax, int nChar);
+
+/* For Python: the window of the UTF-8 text z[0..n) holding nChar characters,
+** for nMatch matches aMatch[3*i .. 3*i+2] = (start, end, phrase), characters,
+** phrases 0..nPhrase-1, with a budget of nMax characters.  pWork holds
+** nWork >= cjk_snippet_work_size(...) bytes, aligned for int.  aOut gets six
+** ints: window start, end, cut before, cut after, and the first highlight
+** shown as start, end in the text (-1, -1 when none).  Returns 0, or -1 for
+** bad arguments. */
+CJK_API int cjk_snippet_window(const char *z, int n, int nChar, const int *aMatch, int nMatch, int nPhrase,
+                               int nMax, void *pWork, size_t nWork, int *aOut);
+
+#endif /* CJK_SNIPPET_H */

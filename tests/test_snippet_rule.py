@@ -1,0 +1,110 @@
+"""The one snippet rule (csrc/cjk_snippet.h), through the helper every Python
+route calls (snippet.choose -> _native.snippet_window)."""
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cjk_tokenizer import _native, snippet
+from cjk_tokenizer.snippet import ELLIPSIS, choose, make_snippet
+
+
+def test_the_mark_table_is_unicode_general_category_m():
+    # the C table is Unicode 14.0's; a newer Python only adds marks
+    exact = unicodedata.unidata_version == "14.0.0"
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        is_mark = unicodedata.category(ch).startswith("M")
+        c_says = _native.is_extender(ch)
+        if cp == 0x200D or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F:
+            assert c_says, hex(cp)  # joiner, skin tones, tags: extenders though not marks
+        elif exact or not is_mark:
+            assert c_says == is_mark, hex(cp)
+
+
+def test_a_dot_ends_a_sentence_only_before_white_space():
+    text = "Edit settings.yaml and rerun 部署 now. " + "More filler words follow here. " * 10
+    out, (hs, he) = make_snippet(text, (29, 31), 60)
+    assert out.startswith("Edit settings.yaml and rerun 部署 now.") and out[hs:he] == "部署"
+    out, _ = make_snippet(text, (29, 31), 40)
+    assert not out.startswith(ELLIPSIS + "yaml")
+    # CJK sentence ends always count
+    text = "前面的句子很长很长很长很长很长很长很长很长。部署失败了，请检查。" + "后文" * 100
+    s = text.index("部署")
+    assert make_snippet(text, (s, s + 2), 40) == (text[:32] + ELLIPSIS, (22, 24))
+    # "!=" and "?." inside code are no sentence ends; "; " is one
+    text = "x = a!=b; y = c?.d " * 30 + "target" + " z" * 100
+    s = text.index("target")
+    out, (hs, he) = make_snippet(text, (s, s + 6), 40)
+    assert out.startswith(ELLIPSIS + "y = c?.d target") and out[hs:he] == "target"
+
+
+def test_the_whole_match_is_kept_when_it_fits_and_its_start_when_not():
+    text = "a" * 50 + " " + "b" * 200 + " " + "c" * 50
+    out = choose(text, [(51, 251, 0)], 30)
+    assert out.text == ELLIPSIS + "b" * 28 + ELLIPSIS and out.highlight == (1, 29) and out.span == (51, 251)
+    out = choose(text, [(51, 79, 0)], 30)
+    assert out.text[out.highlight[0]:out.highlight[1]] == "b" * 28
+
+
+def test_the_stretch_with_most_terms_then_most_matches_is_shown():
+    text = "alpha once. " + "filler words here. " * 30 + "beta and alpha together. " + "end words. " * 30
+    a1 = (0, 5, 0)
+    a2 = (text.index("alpha together"), text.index("alpha together") + 5, 0)
+    b = (text.index("beta"), text.index("beta") + 4, 1)
+    out = choose(text, [a1, a2, b], 60)
+    assert "beta and alpha together." in out.text and out.span == (b[0], b[1])
+    assert out.text[out.highlight[0]:out.highlight[1]] == "beta"
+
+
+@pytest.mark.parametrize("text", [
+    "e\u0301" * 200,
+    "👨\u200d👩\u200d👧" * 100,
+    "👍🏽" * 150,
+    "क्षि" * 100,
+])
+def test_a_character_is_never_split_from_what_extends_it(text):
+    for s in range(0, len(text) - 2, 7):
+        out = choose(text, [(s, s + 1, 0)], 23)
+        start, end = out.window
+        for edge in (start, end):
+            if 0 < edge < len(text) and edge not in (s, s + 1):
+                assert not _native.is_extender(text[edge]) and text[edge - 1] != "\u200d", (s, edge)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab 。.\n\u0301\u200d👍🏽部署")), max_size=300),
+       st.integers(0, 300), st.integers(1, 12), st.integers(20, 80))
+def test_window_properties(text, start, length, limit):
+    start = min(start, len(text))
+    end = min(len(text), start + length)
+    out = choose(text, [(start, end, 0)], limit)
+    ws, we = out.window
+    assert len(out.text) <= limit
+    assert out.text.strip(ELLIPSIS) == text[ws:we].strip(ELLIPSIS) or text[ws:we] in out.text
+    if start < end <= start + limit - 2:
+        assert ws <= start and end <= we
+    if ws > 0 and text[:ws].strip():
+        assert out.text.startswith(ELLIPSIS)
+    if text[we:].strip():
+        assert out.text.endswith(ELLIPSIS)
+
+
+def test_bad_matches_are_a_clear_error():
+    with pytest.raises(ValueError, match="spans of the text"):
+        _native.snippet_window("abc", [(2, 9, 0)], 10)
+
+
+def test_without_the_compiled_module_a_centred_cut(monkeypatch):
+    monkeypatch.setattr(_native, "available", lambda: False)
+    text = "x" * 300 + "needle" + "\u0301" + "y" * 300
+    s = text.index("needle")
+    out = snippet.choose(text, [(s, s + 6, 0)], 40)
+    assert len(out.text) <= 40 and out.text[out.highlight[0]:out.highlight[1]] == "needle"
+    assert out.text.startswith(ELLIPSIS) and out.text.endswith(ELLIPSIS)
+    assert snippet.choose("short", [], 40).text == "short"
