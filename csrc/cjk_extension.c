@@ -48,8 +48,6 @@ int cjk_host_version(const sqlite3_api_routines *pApi) {
 
 void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   memset(pHost, 0, sizeof(*pHost));
-  COPY_SLOT(libversion_number);
-  COPY_SLOT(malloc);
   COPY_SLOT(malloc64);
   COPY_SLOT(realloc64);
   COPY_SLOT(free);
@@ -58,16 +56,10 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   COPY_SLOT(bind_pointer);
   COPY_SLOT(step);
   COPY_SLOT(finalize);
-  COPY_SLOT(create_function_v2);
   COPY_SLOT(result_error);
   COPY_SLOT(result_error_nomem);
-  COPY_SLOT(result_int);
-  COPY_SLOT(result_int64);
-  COPY_SLOT(result_null);
   COPY_SLOT(result_text);
-  COPY_SLOT(user_data);
   COPY_SLOT(value_bytes);
-  COPY_SLOT(value_int);
   COPY_SLOT(value_text);
   COPY_SLOT(value_type);
   COPY_SLOT(create_module_v2);
