@@ -15,8 +15,8 @@
 ** so our segment boundaries fall on the character boundaries unicode61 sees:
 ** a lead byte >= 0xC0 swallows every continuation byte after it.  Returns the
 ** index just past the character.  *pCp gets the code point, or 0xFFFD when the
-** sequence is malformed (overlong, surrogate, > U+10FFFF, stray continuation
-** byte, wrong length).  Never reads z[n] or beyond. */
+** sequence is malformed (overlong, surrogate, > U+10FFFF, U+FFFE/U+FFFF,
+** stray continuation byte, wrong length).  Never reads z[n] or beyond. */
 int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp);
 
 /* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */

@@ -204,10 +204,8 @@ struct fts5_api {
                            fts5_tokenizer_v2 **ppTokenizer);
 };
 
-/* Copy the routines we use out of the host's table.  The caller has checked
-** that the host is new enough to have every slot (see CJK_MIN_SQLITE). */
+/* The oldest host the entry point accepts: every CJK_SLOT_* above exists from
+** this version on (sqlite3_bind_pointer is the newest). */
 #define CJK_MIN_SQLITE 3020000
-void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi);
-int cjk_host_version(const sqlite3_api_routines *pApi);
 
 #endif /* CJK_HOST_H */

@@ -7,7 +7,8 @@
 ** to xConnect, while a scalar function could reach its user data only through
 ** the host's sqlite3_user_data(), i.e. through a process-global API pointer
 ** (see cjk_extension.c).  Nothing here is process-global: the module table is
-** constant, and every object is allocated with the registering host's malloc.
+** constant, and every object is allocated with the registering host's
+** sqlite3_malloc64.
 */
 #include <string.h>
 

@@ -51,11 +51,11 @@ def compile_args():
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
     else:
-        # Optimise for size: -Os saves about 4 KB of the compressed wheel
-        # against -O2 and 10 KB against Python's -O3, at an index build speed
-        # the benchmark cannot tell from -O2's (the tokenizer is a small share
-        # of FTS5's indexing time, bench/RESULTS.md).  No unwind tables (about
-        # 1.5 KB): no C++ exception ever crosses this code.
+        # Optimise for size: -Os makes a smaller wheel than -O2 or Python's
+        # -O3 at an index build speed the benchmark cannot tell from -O2's
+        # (the tokenizer is a small share of FTS5's indexing time,
+        # bench/RESULTS.md).  No unwind tables: no C++ exception ever crosses
+        # this code.
         args += ["-Os", "-fno-asynchronous-unwind-tables"]
     return args
 
