@@ -85,6 +85,10 @@ def _plain_lib_filename():
     return "libcjk_unicode61.so"
 
 
+def _is_rpath_flag(arg):
+    return arg.startswith(("-Wl,-rpath", "-Wl,--rpath", "-Wl,-R", "-Wl,--enable-new-dtags,-rpath"))
+
+
 class BuildExt(build_ext):
     """Adds the cffi module next to the plain library, with the same sources and flags.
 
@@ -113,6 +117,15 @@ class BuildExt(build_ext):
         # The cffi module links to the plain library: build that first, one at a time.
         self.extensions.sort(key=lambda e: e.name != PLAIN_LIB)
         self.parallel = None
+
+    def build_extensions(self):
+        # A build Python linked against its own shared libpython (pyenv's, say)
+        # puts "-Wl,-rpath,<its lib folder>" into every link: a folder of the
+        # build machine that would ship in both objects' RUNPATH, searched
+        # before the cffi module's $ORIGIN.  Neither object needs libpython.
+        if sys.platform.startswith("linux"):
+            self.compiler.linker_so = [a for a in self.compiler.linker_so if not _is_rpath_flag(a)]
+        super().build_extensions()
 
     def _link_to_plain_library(self, ext):
         """Make ``ext`` (the cffi module) use the plain library's code instead of its own copy."""

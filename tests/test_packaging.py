@@ -115,6 +115,19 @@ def test_shared_objects_are_stripped():
         assert ".symtab" not in names and not any(n.startswith(".debug") for n in names), (path, sorted(names))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF shared objects are a Linux build")
+def test_shared_objects_search_only_their_own_folder():
+    # The cffi module finds the plain library through $ORIGIN; neither may name
+    # a folder of the machine that built it (the build Python's lib folder, say).
+    if not shutil.which("readelf"):
+        _skip_or_fail("needs binutils readelf")
+    for path in _shared_objects():
+        dynamic = subprocess.run(["readelf", "--wide", "-d", path], capture_output=True, text=True).stdout
+        paths = [p for m in re.findall(r"\((?:RPATH|RUNPATH)\).*\[(.*)\]", dynamic) for p in m.split(":")]
+        want = ["$ORIGIN"] if os.path.basename(path).startswith("_cjk_unicode61") else []
+        assert paths == want, (path, paths)
+
+
 def test_py_typed_and_public_api_annotated():
     assert os.path.isfile(os.path.join(PKG, "py.typed"))
     missing = []
