@@ -10,7 +10,8 @@
 **     tokenizing is thread-safe as far as the wrapped unicode61 is.
 **   - Every allocation goes through the host's sqlite3_malloc64/sqlite3_free
 **     (copied into each registration), so the host's heap limit and memory
-**     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText).
+**     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText),
+**     unless one token unicode61 reads is longer than that (then O(its length)).
 **   - The first non-OK code returned by xToken stops tokenizing.  SQLITE_DONE
 **     then becomes SQLITE_OK, as SQLite's own tokenizers return it; any other
 **     code is returned as is.
