@@ -15,8 +15,8 @@
 ** so our segment boundaries fall on the character boundaries unicode61 sees:
 ** a lead byte >= 0xC0 swallows every continuation byte after it.  Returns the
 ** index just past the character.  *pCp gets the code point, or 0xFFFD when the
-** sequence is malformed (overlong, surrogate, > U+10FFFF, stray continuation
-** byte, wrong length).  Never reads z[n] or beyond. */
+** sequence is malformed (overlong, surrogate, > U+10FFFF, U+FFFE/U+FFFF,
+** stray continuation byte, wrong length).  Never reads z[n] or beyond. */
 int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp);
 
 /* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */
@@ -24,8 +24,9 @@ int cjk_utf8_put(unsigned cp, unsigned char *out);
 
 /* Non-zero if code point cp is a CJK letter, i.e. part of a run the tokenizer
 ** splits into bigrams: Han (URO, Extensions A-I, compatibility ideographs,
-** 々〆〇 and the Hangzhou numerals), Hiragana, Katakana (with the phonetic
-** extensions, the prolonged sound mark ー, half-width katakana and the kana
+** 々〆〇〻, the Hangzhou numerals and 〸〹〺), Hiragana, Katakana (with the
+** phonetic extensions, the prolonged sound mark ー, the voiced sound marks,
+** the iteration marks ゝゞヽヾ〱..〵, 〼, half-width katakana and the kana
 ** supplements), Hangul (syllables, jamo, compatibility, extended and
 ** half-width jamo) and Bopomofo.  CJK punctuation and symbols (、。「」・ …)
 ** are not CJK letters: they separate runs. */

@@ -32,7 +32,9 @@ static void *apiSlot(const sqlite3_api_routines *pApi, int iSlot) {
   return p;
 }
 
-int cjk_host_version(const sqlite3_api_routines *pApi) {
+/* The host's sqlite3_libversion_number(), read before anything else: it is in
+** every routines table, so the slots newer hosts added can be checked for. */
+static int hostVersion(const sqlite3_api_routines *pApi) {
   int (*xVersion)(void);
   void *p = apiSlot(pApi, CJK_SLOT_libversion_number);
   if (!p) return 0;
@@ -46,10 +48,10 @@ int cjk_host_version(const sqlite3_api_routines *pApi) {
     memcpy(&pHost->name, &p_, sizeof(p_));                                                       \
   } while (0)
 
-void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
+/* Copy the routines we use out of the host's table.  The caller has checked
+** that the host is new enough to have every slot (CJK_MIN_SQLITE). */
+static void hostInit(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   memset(pHost, 0, sizeof(*pHost));
-  COPY_SLOT(libversion_number);
-  COPY_SLOT(malloc);
   COPY_SLOT(malloc64);
   COPY_SLOT(realloc64);
   COPY_SLOT(free);
@@ -58,20 +60,28 @@ void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   COPY_SLOT(bind_pointer);
   COPY_SLOT(step);
   COPY_SLOT(finalize);
-  COPY_SLOT(create_function_v2);
   COPY_SLOT(result_error);
   COPY_SLOT(result_error_nomem);
-  COPY_SLOT(result_int);
-  COPY_SLOT(result_int64);
-  COPY_SLOT(result_null);
   COPY_SLOT(result_text);
-  COPY_SLOT(user_data);
   COPY_SLOT(value_bytes);
-  COPY_SLOT(value_int);
   COPY_SLOT(value_text);
   COPY_SLOT(value_type);
   COPY_SLOT(create_module_v2);
   COPY_SLOT(declare_vtab);
+}
+
+/* The entry point on a host older than CJK_MIN_SQLITE: say so, reading no
+** slot but sqlite3_mprintf, which every host has (the slots CjkHost copies
+** may lie past the end of this host's table). */
+static int refuseOldHost(const sqlite3_api_routines *pApi, int iVersion, char **pzErrMsg) {
+  char *(*xMprintf)(const char *, ...);
+  void *p = apiSlot(pApi, CJK_SLOT_mprintf);
+  memcpy(&xMprintf, &p, sizeof(p));
+  if (pzErrMsg && xMprintf) {
+    *pzErrMsg = xMprintf("cjk_unicode61 needs SQLite 3.20.0 or later; this host is %d.%d.%d",
+                         iVersion / 1000000, (iVersion / 1000) % 1000, iVersion % 1000);
+  }
+  return SQLITE_ERROR;
 }
 
 /* Return the connection's fts5_api, or NULL if FTS5 is not compiled in. */
@@ -93,15 +103,9 @@ CJK_API int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
   int rc, iVersion;
   if (pzErrMsg) *pzErrMsg = 0;
   if (!pApi || !db) return SQLITE_ERROR; /* no host: nothing to report through */
-  iVersion = cjk_host_version(pApi);
-  cjk_host_init(&host, pApi);
-  if (iVersion < CJK_MIN_SQLITE) {
-    if (pzErrMsg && host.mprintf) {
-      *pzErrMsg = host.mprintf("cjk_unicode61 needs SQLite 3.20.0 or later; this host is %d.%d.%d",
-                               iVersion / 1000000, (iVersion / 1000) % 1000, iVersion % 1000);
-    }
-    return SQLITE_ERROR;
-  }
+  iVersion = hostVersion(pApi);
+  if (iVersion < CJK_MIN_SQLITE) return refuseOldHost(pApi, iVersion, pzErrMsg);
+  hostInit(&host, pApi);
   pFts5 = findFts5(&host, db);
   if (!pFts5) {
     if (pzErrMsg) {

@@ -7,9 +7,10 @@
 ** the host hands to the entry point, and through the fts5_api it returns for
 ** "SELECT fts5(?1)".  Both are fixed, append-only ABIs: members are never
 ** reordered, new ones are only added at the end.  So we name the few slots we
-** use by their index (CJK_SLOT_*) and the FTS5 structs by their documented
-** layout.  tests/test_abi.py checks every slot number and struct offset
-** against the real headers whenever the machine has them.
+** use by their index (CJK_SLOT_*) and the FTS5 and virtual-table structs by
+** their documented layout.  tests/test_abi.py compiles a check against the
+** real sqlite3.h and sqlite3ext.h: every slot number, every mirrored struct
+** member's offset and every constant's value must agree.
 **
 ** Invariant: nothing here is process-global.  A host's routines are copied
 ** into a CjkHost owned by one registration, so two SQLite libraries in one
@@ -26,7 +27,7 @@ typedef struct sqlite3_stmt sqlite3_stmt;
 typedef struct sqlite3_context sqlite3_context;
 typedef struct sqlite3_value sqlite3_value;
 typedef struct sqlite3_api_routines sqlite3_api_routines; /* never dereferenced by type */
-typedef struct sqlite3_module sqlite3_module;             /* laid out in cjk_version.c */
+typedef struct sqlite3_module sqlite3_module;
 typedef long long sqlite3_int64;
 typedef unsigned long long sqlite3_uint64;
 
@@ -37,42 +38,30 @@ typedef unsigned long long sqlite3_uint64;
 #define SQLITE_MISUSE 21
 #define SQLITE_ROW 100
 #define SQLITE_DONE 101
-#define SQLITE_UTF8 1
-#define SQLITE_DETERMINISTIC 0x000000800
-#define SQLITE_INNOCUOUS 0x000200000
 #define SQLITE_NULL 5
-#define SQLITE_TRANSIENT ((void (*)(void *))-1)
+#define SQLITE_STATIC ((void (*)(void *))0)
 
 /* Index of each sqlite3_api_routines member we use (sqlite3ext.h order). */
 #define CJK_SLOT_declare_vtab 50
 #define CJK_SLOT_finalize 57
 #define CJK_SLOT_free 58
 #define CJK_SLOT_libversion_number 67
-#define CJK_SLOT_malloc 68
 #define CJK_SLOT_mprintf 69
 #define CJK_SLOT_result_error 80
-#define CJK_SLOT_result_int 82
-#define CJK_SLOT_result_int64 83
-#define CJK_SLOT_result_null 84
 #define CJK_SLOT_result_text 85
 #define CJK_SLOT_step 94
-#define CJK_SLOT_user_data 101
 #define CJK_SLOT_value_bytes 103
-#define CJK_SLOT_value_int 106
 #define CJK_SLOT_value_text 109
 #define CJK_SLOT_value_type 113
 #define CJK_SLOT_prepare_v2 116
 #define CJK_SLOT_create_module_v2 119
 #define CJK_SLOT_result_error_nomem 137
-#define CJK_SLOT_create_function_v2 162
 #define CJK_SLOT_malloc64 197 /* SQLite >= 3.8.7 */
 #define CJK_SLOT_realloc64 199
 #define CJK_SLOT_bind_pointer 219 /* SQLite >= 3.20.0 */
 
 /* The host routines one registration uses, copied out of the host's table. */
 typedef struct CjkHost {
-  int (*libversion_number)(void);
-  void *(*malloc)(int);
   void *(*malloc64)(sqlite3_uint64); /* every allocation of ours goes through */
   void *(*realloc64)(void *, sqlite3_uint64); /* these three, so the host's heap */
   void (*free)(void *);                       /* limit and accounting apply */
@@ -81,24 +70,53 @@ typedef struct CjkHost {
   int (*bind_pointer)(sqlite3_stmt *, int, void *, const char *, void (*)(void *));
   int (*step)(sqlite3_stmt *);
   int (*finalize)(sqlite3_stmt *);
-  int (*create_function_v2)(sqlite3 *, const char *, int, int, void *,
-                            void (*)(sqlite3_context *, int, sqlite3_value **),
-                            void (*)(sqlite3_context *, int, sqlite3_value **),
-                            void (*)(sqlite3_context *), void (*)(void *));
   void (*result_error)(sqlite3_context *, const char *, int);
   void (*result_error_nomem)(sqlite3_context *);
-  void (*result_int)(sqlite3_context *, int);
-  void (*result_int64)(sqlite3_context *, sqlite3_int64);
-  void (*result_null)(sqlite3_context *);
   void (*result_text)(sqlite3_context *, const char *, int, void (*)(void *));
-  void *(*user_data)(sqlite3_context *);
   int (*value_bytes)(sqlite3_value *);
-  int (*value_int)(sqlite3_value *);
   const unsigned char *(*value_text)(sqlite3_value *);
   int (*value_type)(sqlite3_value *);
   int (*create_module_v2)(sqlite3 *, const char *, const sqlite3_module *, void *, void (*)(void *));
   int (*declare_vtab)(sqlite3 *, const char *);
 } CjkHost;
+
+/* ---- virtual tables (layout as documented in SQLite's sqlite3.h) --------- */
+typedef struct sqlite3_vtab {
+  const sqlite3_module *pModule;
+  int nRef;
+  char *zErrMsg;
+} sqlite3_vtab;
+
+typedef struct sqlite3_vtab_cursor {
+  sqlite3_vtab *pVtab;
+} sqlite3_vtab_cursor;
+
+/* iVersion 1 (cjk_version.c): the members after xRename are never read. */
+struct sqlite3_module {
+  int iVersion;
+  int (*xCreate)(sqlite3 *, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVTab,
+                 char **pzErr);
+  int (*xConnect)(sqlite3 *, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVTab,
+                  char **pzErr);
+  int (*xBestIndex)(sqlite3_vtab *pVTab, void *pIndexInfo);
+  int (*xDisconnect)(sqlite3_vtab *pVTab);
+  int (*xDestroy)(sqlite3_vtab *pVTab);
+  int (*xOpen)(sqlite3_vtab *pVTab, sqlite3_vtab_cursor **ppCursor);
+  int (*xClose)(sqlite3_vtab_cursor *);
+  int (*xFilter)(sqlite3_vtab_cursor *, int idxNum, const char *idxStr, int argc, sqlite3_value **argv);
+  int (*xNext)(sqlite3_vtab_cursor *);
+  int (*xEof)(sqlite3_vtab_cursor *);
+  int (*xColumn)(sqlite3_vtab_cursor *, sqlite3_context *, int);
+  int (*xRowid)(sqlite3_vtab_cursor *, sqlite3_int64 *pRowid);
+  int (*xUpdate)(sqlite3_vtab *, int, sqlite3_value **, sqlite3_int64 *);
+  int (*xBegin)(sqlite3_vtab *);
+  int (*xSync)(sqlite3_vtab *);
+  int (*xCommit)(sqlite3_vtab *);
+  int (*xRollback)(sqlite3_vtab *);
+  int (*xFindFunction)(sqlite3_vtab *, int nArg, const char *zName,
+                       void (**pxFunc)(sqlite3_context *, int, sqlite3_value **), void **ppArg);
+  int (*xRename)(sqlite3_vtab *, const char *zNew);
+};
 
 /* ---- FTS5 (layout as documented in SQLite's fts5.h) -------------------- */
 typedef struct Fts5Tokenizer Fts5Tokenizer;
@@ -186,10 +204,8 @@ struct fts5_api {
                            fts5_tokenizer_v2 **ppTokenizer);
 };
 
-/* Copy the routines we use out of the host's table.  The caller has checked
-** that the host is new enough to have every slot (see CJK_MIN_SQLITE). */
+/* The oldest host the entry point accepts: every CJK_SLOT_* above exists from
+** this version on (sqlite3_bind_pointer is the newest). */
 #define CJK_MIN_SQLITE 3020000
-void cjk_host_init(CjkHost *pHost, const sqlite3_api_routines *pApi);
-int cjk_host_version(const sqlite3_api_routines *pApi);
 
 #endif /* CJK_HOST_H */

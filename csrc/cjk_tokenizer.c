@@ -10,7 +10,8 @@
 **     tokenizing is thread-safe as far as the wrapped unicode61 is.
 **   - Every allocation goes through the host's sqlite3_malloc64/sqlite3_free
 **     (copied into each registration), so the host's heap limit and memory
-**     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText).
+**     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText),
+**     unless one token unicode61 reads is longer than that (then O(its length)).
 **   - The first non-OK code returned by xToken stops tokenizing.  SQLITE_DONE
 **     then becomes SQLITE_OK, as SQLite's own tokenizers return it; any other
 **     code is returned as is.
@@ -254,7 +255,7 @@ static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const 
 
 /* ---- create / delete --------------------------------------------------- */
 
-void cjk_tokenizer_delete(Fts5Tokenizer *pTok) {
+static void cjkDelete(Fts5Tokenizer *pTok) {
   CjkTokenizer *p = (CjkTokenizer *)pTok;
   if (!p) return;
   if (p->pInner) {
@@ -268,7 +269,8 @@ void cjk_tokenizer_delete(Fts5Tokenizer *pTok) {
   p->xFree(p);
 }
 
-int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
+/* xCreate: pUserData is the registration's CjkTokModule. */
+static int cjkCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut) {
   const CjkTokModule *pMod = (const CjkTokModule *)pUserData;
   fts5_api *pApi;
   CjkTokenizer *p;
@@ -306,46 +308,11 @@ int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **p
   if (azInner != azArg) p->xFree((void *)azInner);
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
   if (rc != SQLITE_OK) {
-    cjk_tokenizer_delete((Fts5Tokenizer *)p);
+    cjkDelete((Fts5Tokenizer *)p);
     return rc;
   }
   *ppOut = (Fts5Tokenizer *)p;
   return SQLITE_OK;
-}
-
-static void cjkTokModuleDestroy(void *pUserData) {
-  CjkTokModule *pMod = (CjkTokModule *)pUserData;
-  pMod->xFree(pMod);
-}
-
-int cjk_tokenizer_register(fts5_api *pFts5, const CjkHost *pHost) {
-  CjkTokModule *pMod;
-  int rc;
-  if (!pFts5 || !pHost || !pHost->malloc64 || !pHost->free) return SQLITE_MISUSE;
-  pMod = pHost->malloc64(sizeof(*pMod));
-  if (!pMod) return SQLITE_NOMEM;
-  pMod->pApi = pFts5;
-  pMod->xMalloc = pHost->malloc64;
-  pMod->xFree = pHost->free;
-  if (pFts5->iVersion >= 3) {
-    fts5_tokenizer_v2 tok;
-    memset(&tok, 0, sizeof(tok));
-    tok.iVersion = 2;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_tokenizer_tokenize;
-    rc = pFts5->xCreateTokenizer_v2(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
-                                    cjkTokModuleDestroy);
-  } else {
-    fts5_tokenizer tok;
-    tok.xCreate = cjk_xCreate;
-    tok.xDelete = cjk_tokenizer_delete;
-    tok.xTokenize = cjk_xTokenize_v1;
-    rc = pFts5->xCreateTokenizer(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
-                                 cjkTokModuleDestroy);
-  }
-  if (rc != SQLITE_OK) pHost->free(pMod); /* FTS5 keeps xDestroy only on success */
-  return rc;
 }
 
 /* ---- tokenize ---------------------------------------------------------- */
@@ -553,8 +520,10 @@ static int isMalformed(const unsigned char *z, int i, int j, unsigned cp) {
   return cp == 0xFFFD && !(j - i == 3 && z[i] == 0xEF && z[i + 1] == 0xBF && z[i + 2] == 0xBD);
 }
 
-int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
-                           int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken) {
+/* xTokenize of fts5_tokenizer_v2 (pLocale goes on to unicode61); the v1
+** entry point below passes no locale. */
+static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
+                       int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken) {
   CjkTokenizer *p = (CjkTokenizer *)pTok;
   const unsigned char *z = (const unsigned char *)pText;
   TokState s;
@@ -603,7 +572,44 @@ int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const cha
   return rc;
 }
 
-int cjk_xTokenize_v1(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText, int nText,
-                     cjk_xtoken_fn xToken) {
-  return cjk_tokenizer_tokenize(pTok, pCtx, flags, pText, nText, 0, 0, xToken);
+static int cjkTokenizeV1(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText, int nText,
+                         cjk_xtoken_fn xToken) {
+  return cjkTokenize(pTok, pCtx, flags, pText, nText, 0, 0, xToken);
+}
+
+/* ---- registration ------------------------------------------------------ */
+
+static void cjkTokModuleDestroy(void *pUserData) {
+  CjkTokModule *pMod = (CjkTokModule *)pUserData;
+  pMod->xFree(pMod);
+}
+
+int cjk_tokenizer_register(fts5_api *pFts5, const CjkHost *pHost) {
+  CjkTokModule *pMod;
+  int rc;
+  if (!pFts5 || !pHost || !pHost->malloc64 || !pHost->free) return SQLITE_MISUSE;
+  pMod = pHost->malloc64(sizeof(*pMod));
+  if (!pMod) return SQLITE_NOMEM;
+  pMod->pApi = pFts5;
+  pMod->xMalloc = pHost->malloc64;
+  pMod->xFree = pHost->free;
+  if (pFts5->iVersion >= 3) {
+    fts5_tokenizer_v2 tok;
+    memset(&tok, 0, sizeof(tok));
+    tok.iVersion = 2;
+    tok.xCreate = cjkCreate;
+    tok.xDelete = cjkDelete;
+    tok.xTokenize = cjkTokenize;
+    rc = pFts5->xCreateTokenizer_v2(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
+                                    cjkTokModuleDestroy);
+  } else {
+    fts5_tokenizer tok;
+    tok.xCreate = cjkCreate;
+    tok.xDelete = cjkDelete;
+    tok.xTokenize = cjkTokenizeV1;
+    rc = pFts5->xCreateTokenizer(pFts5, CJK_TOKENIZER_NAME, (void *)pMod, &tok,
+                                 cjkTokModuleDestroy);
+  }
+  if (rc != SQLITE_OK) pHost->free(pMod); /* FTS5 keeps xDestroy only on success */
+  return rc;
 }

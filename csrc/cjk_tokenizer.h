@@ -30,7 +30,8 @@
 **   "unigrams 1" (default 0): documents also get every CJK character as a
 **   unigram colocated with the bigram it starts, so the plain string "X"
 **   finds every occurrence of X; queries are tokenized as without it.  Every
-**   other option is unicode61's.
+**   other option is unicode61's and is passed to it; a CJK letter named in
+**   "separators" is a separator, so it ends a run and is not indexed.
 */
 #ifndef CJK_TOKENIZER_H
 #define CJK_TOKENIZER_H
@@ -54,14 +55,5 @@ CJK_API int cjk_check_args(const char **azArg, int nArg, char *zErr, int nErr);
 ** fts5_tokenizer_v2, locale included), else xCreateTokenizer.  The host's
 ** allocator is copied into the registration and into every instance. */
 int cjk_tokenizer_register(fts5_api *pFts5, const CjkHost *pHost);
-
-void cjk_tokenizer_delete(Fts5Tokenizer *pTok);
-int cjk_tokenizer_tokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
-                           int nText, const char *pLocale, int nLocale, cjk_xtoken_fn xToken);
-
-/* Registered as xCreate/xDelete/xTokenize; pUserData is the registration's. */
-int cjk_xCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenizer **ppOut);
-int cjk_xTokenize_v1(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText, int nText,
-                     cjk_xtoken_fn xToken);
 
 #endif /* CJK_TOKENIZER_H */

@@ -7,7 +7,8 @@
 ** to xConnect, while a scalar function could reach its user data only through
 ** the host's sqlite3_user_data(), i.e. through a process-global API pointer
 ** (see cjk_extension.c).  Nothing here is process-global: the module table is
-** constant, and every object is allocated with the registering host's malloc.
+** constant, and every object is allocated with the registering host's
+** sqlite3_malloc64.
 */
 #include <string.h>
 
@@ -17,46 +18,6 @@
 #ifndef CJK_VERSION
 #error "define CJK_VERSION as a string literal (the build passes pyproject.toml's version)"
 #endif
-
-/* ---- the virtual table ABI (layout as documented in SQLite's sqlite3.h) -- */
-typedef struct sqlite3_vtab {
-  const sqlite3_module *pModule;
-  int nRef;
-  char *zErrMsg;
-} sqlite3_vtab;
-
-typedef struct sqlite3_vtab_cursor {
-  sqlite3_vtab *pVtab;
-} sqlite3_vtab_cursor;
-
-/* iVersion 1: the members after xRename are never read. */
-struct sqlite3_module {
-  int iVersion;
-  int (*xCreate)(sqlite3 *, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVTab,
-                 char **pzErr);
-  int (*xConnect)(sqlite3 *, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVTab,
-                  char **pzErr);
-  int (*xBestIndex)(sqlite3_vtab *pVTab, void *pIndexInfo);
-  int (*xDisconnect)(sqlite3_vtab *pVTab);
-  int (*xDestroy)(sqlite3_vtab *pVTab);
-  int (*xOpen)(sqlite3_vtab *pVTab, sqlite3_vtab_cursor **ppCursor);
-  int (*xClose)(sqlite3_vtab_cursor *);
-  int (*xFilter)(sqlite3_vtab_cursor *, int idxNum, const char *idxStr, int argc, sqlite3_value **argv);
-  int (*xNext)(sqlite3_vtab_cursor *);
-  int (*xEof)(sqlite3_vtab_cursor *);
-  int (*xColumn)(sqlite3_vtab_cursor *, sqlite3_context *, int);
-  int (*xRowid)(sqlite3_vtab_cursor *, sqlite3_int64 *pRowid);
-  int (*xUpdate)(sqlite3_vtab *, int, sqlite3_value **, sqlite3_int64 *);
-  int (*xBegin)(sqlite3_vtab *);
-  int (*xSync)(sqlite3_vtab *);
-  int (*xCommit)(sqlite3_vtab *);
-  int (*xRollback)(sqlite3_vtab *);
-  int (*xFindFunction)(sqlite3_vtab *, int nArg, const char *zName,
-                       void (**pxFunc)(sqlite3_context *, int, sqlite3_value **), void **ppArg);
-  int (*xRename)(sqlite3_vtab *, const char *zNew);
-};
-
-#define CJK_SQLITE_STATIC ((void (*)(void *))0)
 
 const char *cjk_version(void) { return CJK_VERSION; }
 
@@ -83,7 +44,7 @@ static int versionConnect(sqlite3 *db, void *pAux, int argc, const char *const *
   *ppVtab = 0;
   rc = h->declare_vtab(db, "CREATE TABLE x(version TEXT)");
   if (rc != SQLITE_OK) return rc;
-  p = (VersionTab *)h->malloc((int)sizeof(*p));
+  p = (VersionTab *)h->malloc64(sizeof(*p));
   if (!p) return SQLITE_NOMEM;
   memset(p, 0, sizeof(*p));
   p->pHost = h;
@@ -105,7 +66,7 @@ static int versionBestIndex(sqlite3_vtab *pVtab, void *pIndexInfo) {
 
 static int versionOpen(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCursor) {
   const CjkHost *h = ((VersionTab *)pVtab)->pHost;
-  VersionCursor *pCur = (VersionCursor *)h->malloc((int)sizeof(*pCur));
+  VersionCursor *pCur = (VersionCursor *)h->malloc64(sizeof(*pCur));
   if (!pCur) return SQLITE_NOMEM;
   memset(pCur, 0, sizeof(*pCur));
   *ppCursor = &pCur->base;
@@ -136,7 +97,7 @@ static int versionEof(sqlite3_vtab_cursor *pCursor) { return ((VersionCursor *)p
 
 static int versionColumn(sqlite3_vtab_cursor *pCursor, sqlite3_context *ctx, int iCol) {
   (void)iCol; /* the only column */
-  ((VersionTab *)pCursor->pVtab)->pHost->result_text(ctx, CJK_VERSION, -1, CJK_SQLITE_STATIC);
+  ((VersionTab *)pCursor->pVtab)->pHost->result_text(ctx, CJK_VERSION, -1, SQLITE_STATIC);
   return SQLITE_OK;
 }
 
@@ -172,7 +133,7 @@ static void versionAuxDelete(void *pAux) {
 
 int cjk_version_register(sqlite3 *db, const CjkHost *pHost, char **pzErrMsg) {
   int rc;
-  CjkHost *pAux = (CjkHost *)pHost->malloc((int)sizeof(*pAux));
+  CjkHost *pAux = (CjkHost *)pHost->malloc64(sizeof(*pAux));
   if (!pAux) {
     if (pzErrMsg) *pzErrMsg = pHost->mprintf("cjk_unicode61: out of memory registering cjk_version");
     return SQLITE_NOMEM;

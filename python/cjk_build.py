@@ -51,11 +51,11 @@ def compile_args():
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
                  "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]
     else:
-        # Optimise for size: -Os saves about 4 KB of the compressed wheel
-        # against -O2 and 10 KB against Python's -O3, at an index build speed
-        # the benchmark cannot tell from -O2's (the tokenizer is a small share
-        # of FTS5's indexing time, bench/RESULTS.md).  No unwind tables (about
-        # 1.5 KB): no C++ exception ever crosses this code.
+        # Optimise for size: -Os makes a smaller wheel than -O2 or Python's
+        # -O3 at an index build speed the benchmark cannot tell from -O2's
+        # (the tokenizer is a small share of FTS5's indexing time,
+        # bench/RESULTS.md).  No unwind tables: no C++ exception ever crosses
+        # this code.
         args += ["-Os", "-fno-asynchronous-unwind-tables"]
     return args
 
@@ -83,6 +83,10 @@ def _plain_lib_filename():
     if sys.platform == "win32":
         return "cjk_unicode61.dll"
     return "libcjk_unicode61.so"
+
+
+def _is_rpath_flag(arg):
+    return arg.startswith(("-Wl,-rpath", "-Wl,--rpath", "-Wl,-R", "-Wl,--enable-new-dtags,-rpath"))
 
 
 class BuildExt(build_ext):
@@ -113,6 +117,15 @@ class BuildExt(build_ext):
         # The cffi module links to the plain library: build that first, one at a time.
         self.extensions.sort(key=lambda e: e.name != PLAIN_LIB)
         self.parallel = None
+
+    def build_extensions(self):
+        # A build Python linked against its own shared libpython (pyenv's, say)
+        # puts "-Wl,-rpath,<its lib folder>" into every link: a folder of the
+        # build machine that would ship in both objects' RUNPATH, searched
+        # before the cffi module's $ORIGIN.  Neither object needs libpython.
+        if sys.platform.startswith("linux"):
+            self.compiler.linker_so = [a for a in self.compiler.linker_so if not _is_rpath_flag(a)]
+        super().build_extensions()
 
     def _link_to_plain_library(self, ext):
         """Make ``ext`` (the cffi module) use the plain library's code instead of its own copy."""

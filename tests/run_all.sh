@@ -7,7 +7,8 @@
 #      installed in a venv of Debian's python3 (entry points need an install),
 #      tests run from outside the checkout so the installed package is used
 #   4. the whole suite again against an ASan/UBSan build of the extension
-#   5. the libFuzzer harness for a bounded time, on both FTS5 host paths
+#   5. the libFuzzer harness for a bounded time, on both FTS5 host paths (and csrc/cjk_host.h
+#      checked against the current amalgamation's headers the harness links)
 #   6. release: sdist -> wheel from the sdist -> auditwheel show -> that wheel installed
 #      into fresh venvs of $PYTHON and Debian's python3 -> the whole suite against the
 #      installed package, from a copy of tests/ outside the checkout -> .load in sqlite3
@@ -98,9 +99,12 @@ if have_stage fuzz; then
   command -v npm >/dev/null || apt_install npm
   FUZZ_DIR=$(mktemp -d /tmp/cjk-fuzz.XXXXXX)
   (cd "$FUZZ_DIR" && npm pack --silent better-sqlite3@12 >/dev/null && \
-   tar -xzf better-sqlite3-*.tgz package/deps/sqlite3/sqlite3.c)
+   tar -xzf better-sqlite3-*.tgz package/deps/sqlite3/sqlite3.c package/deps/sqlite3/sqlite3.h \
+     package/deps/sqlite3/sqlite3ext.h)
   echo "   amalgamation: SQLite $(sed -n 's/^#define SQLITE_VERSION  *"\([0-9.]*\)".*/\1/p' \
     "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" | head -n 1)"
+  # The system headers predate the fts5 v3 structs: check csrc/cjk_host.h against these in full.
+  CJK_SQLITE_INCLUDE="$FUZZ_DIR/package/deps/sqlite3" "$PY" -m pytest -q -p no:cacheprovider tests/test_abi.py
   # SQLite itself gets ASan but no coverage feedback: the fuzzer steers by our code.
   clang -O1 -fsanitize=address -DSQLITE_ENABLE_FTS5 -DSQLITE_THREADSAFE=0 \
     -c "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" -o "$FUZZ_DIR/sqlite3.o"

