@@ -14,7 +14,7 @@ from cjk_tokenizer import Archive
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.query import parse
 from cjk_tokenizer.router import plan
-from cjk_tokenizer.compile import table
+from cjk_tokenizer.compiler import table
 from cjk_tokenizer.search import SNIPPET_CHARS, searched_columns
 from cjk_tokenizer.snippet import ELLIPSIS
 
@@ -81,7 +81,7 @@ def unmark(marked: str) -> tuple[str, tuple[int, int] | None]:
 def raw_cjk_match(ar, query: str, message_id: int, size: int):
     """``cjk_match`` itself, through APSW, with markers: its snippet and first highlight."""
     t = table("cjk")
-    p = plan(parse(query), ar.live_indexes(), columns=searched_columns(False), route="cjk")
+    p = plan(parse(query), ar.indexes.live(), columns=searched_columns(False), route="cjk")
     row = ar.conn.execute(
         f"SELECT json_extract(cjk_match({t}, 'content,reasoning,tool_name,tool_calls', ?, ?, ?, ?), '$.snippet') "
         f"FROM {t} WHERE {t} MATCH ? AND rowid = ?",
