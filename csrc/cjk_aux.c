@@ -34,13 +34,6 @@
 #include "cjk_snippet.h"
 
 
-#ifndef SQLITE_INTEGER
-#define SQLITE_INTEGER 1
-#endif
-#ifndef SQLITE_FLOAT
-#define SQLITE_FLOAT 2
-#endif
-
 #define CJK_MATCH_DEFAULT_CHARS 200
 #define CJK_MATCH_MAX_LISTED 100
 #define CJK_MATCH_DEFAULT_OPEN "**"
