@@ -394,12 +394,15 @@ def machine_info():
 
 def fmt_report(cmd, info, summary, m):
     """Markdown for RESULTS.md from the measurements ``m``."""
+    L = _report_corpus(cmd, info, summary, m)
+    for section in (_report_builds, _report_languages, _report_classes, _report_tokenizers, _report_one_char):
+        section(L, m)
+    return "\n".join(L)
+
+
+def _report_corpus(cmd, info, summary, m):
     L = []
     nbytes, nrows = m["nbytes"], m["nrows"]
-    builds, sizes, vocab = m["builds"], m["sizes"], m["vocab"]
-    gb = nbytes / 1e9
-    u61 = min(builds["unicode61"])
-    cjk_b = min(builds["cjk"])
     L.append(f"Command: `{cmd}`  ")
     L.append(f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']} RAM; {info['os']}  ")
     L.append(f"Versions: SQLite {info['sqlite']}, APSW {info['apsw']}, Python {info['python']}, "
@@ -414,6 +417,14 @@ def fmt_report(cmd, info, summary, m):
              f"{summary['pct_rows_with_reasoning']}% of the rows; CJK text ≈ {100 * m['cjk_bytes'] / nbytes:.0f}% "
              f"of the bytes; sessions by language {summary['sessions_by_lang']}.")
     L.append("")
+    return L
+
+
+def _report_builds(L, m):
+    nbytes, builds, sizes, vocab = m["nbytes"], m["builds"], m["sizes"], m["vocab"]
+    gb = nbytes / 1e9
+    u61 = min(builds["unicode61"])
+    cjk_b = min(builds["cjk"])
     L.append("### Build time and size")
     L.append("")
     L.append("Build = `INSERT INTO fts(fts) VALUES('rebuild')` of an external-content FTS5 table over the "
@@ -460,50 +471,61 @@ def fmt_report(cmd, info, summary, m):
     else:
         why += "see the per-language table."
     L.append(why)
-    if m.get("langs"):
-        L.append("")
-        L.append("### By session language")
-        L.append("")
-        L.append("The same two builds over the sessions of one language at a time (external content = a view "
-                 "of those sessions' messages; fastest of the builds). CJK share ≈ 1.5 × (bytes − characters) / bytes.")
-        L.append("")
-        L.append("| sessions | text MB | CJK share | unicode61 s | cjk s | cjk / unicode61 | unicode61 index / text | cjk index / text |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for row in m["langs"]:
-            L.append(f"| {row['lang']} | {row['bytes'] / 1e6:.1f} | {100 * row['cjk_bytes'] / row['bytes']:.0f}% | "
-                     f"{row['unicode61']:.2f} | {row['cjk']:.2f} | {row['cjk'] / row['unicode61']:.2f}× | "
-                     f"{row['unicode61_size'] / row['bytes']:.3f}× | {row['cjk_size'] / row['bytes']:.3f}× |")
+
+
+def _report_languages(L, m):
+    if not m.get("langs"):
+        return
+    L.append("")
+    L.append("### By session language")
+    L.append("")
+    L.append("The same two builds over the sessions of one language at a time (external content = a view "
+             "of those sessions' messages; fastest of the builds). CJK share ≈ 1.5 × (bytes − characters) / bytes.")
+    L.append("")
+    L.append("| sessions | text MB | CJK share | unicode61 s | cjk s | cjk / unicode61 | unicode61 index / text | cjk index / text |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for row in m["langs"]:
+        L.append(f"| {row['lang']} | {row['bytes'] / 1e6:.1f} | {100 * row['cjk_bytes'] / row['bytes']:.0f}% | "
+                 f"{row['unicode61']:.2f} | {row['cjk']:.2f} | {row['cjk'] / row['unicode61']:.2f}× | "
+                 f"{row['unicode61_size'] / row['bytes']:.3f}× | {row['cjk_size'] / row['bytes']:.3f}× |")
+
+
+def _report_classes(L, m):
     cb = m.get("classes")
-    if cb:
+    if not cb:
+        return
+    L.append("")
+    L.append("### Where the cjk index's bytes go")
+    L.append("")
+    tot = sum(v[3] for v in cb["classes"].values())
+    L.append(f"A cjk index over the first {cb['bytes'] / 1e6:.1f} MB of text (CJK ≈ "
+             f"{100 * cb['cjk_bytes'] / cb['bytes']:.0f}%), walked with fts5vocab 'instance'; each (term, "
+             "document) entry costed as FTS5 encodes it (rowid delta, position-list size, column markers, "
+             "position deltas) plus the term's bytes. The estimate totals "
+             f"{tot / 1e6:.1f} MB against {cb['measured'] / 1e6:.1f} MB measured (the rest is page and b-tree "
+             "overhead).")
+    L.append("")
+    L.append("| token class | distinct terms | (term, doc) entries | tokens | est. MB | share |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+    for k, v in sorted(cb["classes"].items(), key=lambda kv: -kv[1][3]):
+        L.append(f"| {k} | {v[0]:,} | {v[1]:,} | {v[2]:,} | {v[3] / 1e6:.2f} | {100 * v[3] / tot:.0f}% |")
+    cjk_est = sum(v[3] for k, v in cb["classes"].items() if k.startswith(("CJK", "gap")))
+    other_est = tot - cjk_est
+    scale = cb["measured"] / tot
+    cjk_text = cb["cjk_bytes"]
+    other_text = cb["bytes"] - cjk_text
+    if cjk_text and other_text:
+        a = scale * cjk_est / cjk_text
+        b = scale * other_est / other_text
         L.append("")
-        L.append("### Where the cjk index's bytes go")
-        L.append("")
-        tot = sum(v[3] for v in cb["classes"].values())
-        L.append(f"A cjk index over the first {cb['bytes'] / 1e6:.1f} MB of text (CJK ≈ "
-                 f"{100 * cb['cjk_bytes'] / cb['bytes']:.0f}%), walked with fts5vocab 'instance'; each (term, "
-                 "document) entry costed as FTS5 encodes it (rowid delta, position-list size, column markers, "
-                 "position deltas) plus the term's bytes. The estimate totals "
-                 f"{tot / 1e6:.1f} MB against {cb['measured'] / 1e6:.1f} MB measured (the rest is page and b-tree "
-                 "overhead).")
-        L.append("")
-        L.append("| token class | distinct terms | (term, doc) entries | tokens | est. MB | share |")
-        L.append("|---|---:|---:|---:|---:|---:|")
-        for k, v in sorted(cb["classes"].items(), key=lambda kv: -kv[1][3]):
-            L.append(f"| {k} | {v[0]:,} | {v[1]:,} | {v[2]:,} | {v[3] / 1e6:.2f} | {100 * v[3] / tot:.0f}% |")
-        cjk_est = sum(v[3] for k, v in cb["classes"].items() if k.startswith(("CJK", "gap")))
-        other_est = tot - cjk_est
-        scale = cb["measured"] / tot
-        cjk_text = cb["cjk_bytes"]
-        other_text = cb["bytes"] - cjk_text
-        if cjk_text and other_text:
-            a = scale * cjk_est / cjk_text
-            b = scale * other_est / other_text
-            L.append("")
-            L.append(f"Scaled to the measured size, CJK text costs ≈ **{a:.2f}×** its own bytes in the index "
-                     f"(bigrams, run-final unigrams, gap tokens) and everything else ≈ **{b:.2f}×**, so the "
-                     f"cjk index / text ratio is about {b:.2f} + {a - b:.2f} × (CJK share of the bytes): "
-                     f"0.55× is reached at a CJK share of about "
-                     f"{max(0.0, (0.55 - b) / (a - b)) * 100:.0f}% on this mix.")
+        L.append(f"Scaled to the measured size, CJK text costs ≈ **{a:.2f}×** its own bytes in the index "
+                 f"(bigrams, run-final unigrams, gap tokens) and everything else ≈ **{b:.2f}×**, so the "
+                 f"cjk index / text ratio is about {b:.2f} + {a - b:.2f} × (CJK share of the bytes): "
+                 f"0.55× is reached at a CJK share of about "
+                 f"{max(0.0, (0.55 - b) / (a - b)) * 100:.0f}% on this mix.")
+
+
+def _report_tokenizers(L, m):
     tok = m["tok"]
     L.append("")
     L.append("### Tokenizer throughput")
@@ -517,6 +539,9 @@ def fmt_report(cmd, info, summary, m):
     for name, t in tok.items():
         L.append(f"| {name} | {t['MB_per_s']:.1f} | {t['Mtokens_per_s']:.2f} | {t['tokens'] / (t['bytes'] / 1e3):.0f} |")
     L.append("")
+
+
+def _report_one_char(L, m):
     L.append("### 1-character queries with and without prefix='1'")
     L.append("")
     L.append("`\"X\"*` on the cjk index (median of the timed runs after a warm-up; rows = messages matched in any of "
@@ -534,53 +559,10 @@ def fmt_report(cmd, info, summary, m):
     L.append(f"Check: {ok}/{len(nd)} planted needles were found by the cjk index (phrase query over all columns) in "
              f"exactly the messages the generator planted them in (median {statistics.median(n['ms'] for n in nd):.2f} ms, "
              f"max {max(n['ms'] for n in nd):.2f} ms per query).")
-    return "\n".join(L)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--size", default="300MB", help="bytes of text (default 300MB)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--langs", help="session language weights for the generator, e.g. zh=0.45,en=0.25,ja=0.15,ko=0.15")
-    ap.add_argument("--repeat", type=int, default=2, help="builds per index, order rotated (default 2)")
-    ap.add_argument("--tok-mb", type=float, default=64, help="MB of text for the APSW tokenizer throughput (default 64)")
-    ap.add_argument("--classes-mb", type=float, default=20,
-                    help="MB of text for the index-bytes-by-token-class walk (default 20; 0 skips it)")
-    ap.add_argument("--no-langs", action="store_true", help="skip the per-language builds")
-    ap.add_argument("--runs", type=int, default=5, help="timed runs per query (default 5)")
-    ap.add_argument("--workdir", default=os.path.join(HERE, "out"), help="databases go here (default bench/out)")
-    ap.add_argument("--results", help="Markdown file to update (default bench/RESULTS.md; with --smoke: none)")
-    ap.add_argument("--smoke", action="store_true", help="~2 MB, one build each, seconds; checks sanity, writes no results")
-    ap.add_argument("--keep", action="store_true", help="keep the run database")
-    ap.add_argument("--render", metavar="JSON",
-                    help="only re-render the RESULTS.md section from a saved bench/out/index-results-SIZE.json")
-    args = ap.parse_args(argv)
-    if args.render:
-        with open(args.render, encoding="utf-8") as f:
-            saved = json.load(f)
-        report = fmt_report(saved["cmd"], saved["info"], saved["summary"], saved["m"])
-        print(report)
-        if args.results or not args.smoke:
-            results.update_section(args.results or os.path.join(HERE, "RESULTS.md"), "index", report,
-                                   saved.get("stamp"))
-        return 0
-    if args.smoke:
-        args.size, args.repeat, args.tok_mb, args.runs, args.classes_mb = "2MB", 1, 2, 2, 1
-    results_path = args.results or (None if args.smoke else os.path.join(HERE, "RESULTS.md"))
-    size = generate.parse_size(args.size)
-    langs = generate.parse_langs(args.langs)
-    os.makedirs(args.workdir, exist_ok=True)
-    cmd = "python bench/bench_index.py " + " ".join(argv if argv is not None else sys.argv[1:])
-
-    tag = "" if langs is None else "-" + "-".join(f"{k}{v:g}" for k, v in sorted(langs.items()))
-    base = os.path.join(args.workdir, f"base-{size}-s{args.seed}{tag}-g{generate.GENERATOR_VERSION}.db")
-    if os.path.exists(base):
-        summary, needles = load_base(base)
-        log(f"reusing {base}")
-    else:
-        log(f"generating {size / 1e6:.0f} MB corpus into {base} ...")
-        summary, needles = build_base(base, size, args.seed, langs)
-        log(f"  done in {summary['generate_and_insert_seconds']} s")
+def measure(base, args, summary, needles) -> dict:
+    """Every measurement, on a copy of the generated base database."""
     run = os.path.join(args.workdir, f"run-{os.getpid()}.db")
     shutil.copyfile(base, run)
     conn = connect(run)
@@ -622,14 +604,11 @@ def main(argv=None) -> int:
         conn.close()
         if not args.keep:
             os.remove(run)
+    return m
 
-    saved = {"cmd": cmd, "info": machine_info(), "summary": summary, "m": m, "stamp": results.now_stamp()}
-    with open(os.path.join(args.workdir, f"index-results-{size}.json"), "w", encoding="utf-8") as f:
-        json.dump(saved, f, ensure_ascii=False, indent=1)
-    report = fmt_report(cmd, saved["info"], summary, m)
-    print(report)
 
-    # sanity (never timings)
+def sanity_problems(m) -> list:
+    """What is wrong with the measurements' shape (never the timings)."""
     problems = []
     sizes, nbytes = m["sizes"], m["nbytes"]
     for n in VARIANTS:
@@ -656,6 +635,66 @@ def main(argv=None) -> int:
         problems.append("no needles were planted")
     if m.get("langs") and sum(r["rows"] for r in m["langs"]) != m["nrows"]:
         problems.append("per-language views do not cover every message")
+    return problems
+
+
+def _parser():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", default="300MB", help="bytes of text (default 300MB)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--langs", help="session language weights for the generator, e.g. zh=0.45,en=0.25,ja=0.15,ko=0.15")
+    ap.add_argument("--repeat", type=int, default=2, help="builds per index, order rotated (default 2)")
+    ap.add_argument("--tok-mb", type=float, default=64, help="MB of text for the APSW tokenizer throughput (default 64)")
+    ap.add_argument("--classes-mb", type=float, default=20,
+                    help="MB of text for the index-bytes-by-token-class walk (default 20; 0 skips it)")
+    ap.add_argument("--no-langs", action="store_true", help="skip the per-language builds")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs per query (default 5)")
+    ap.add_argument("--workdir", default=os.path.join(HERE, "out"), help="databases go here (default bench/out)")
+    ap.add_argument("--results", help="Markdown file to update (default bench/RESULTS.md; with --smoke: none)")
+    ap.add_argument("--smoke", action="store_true", help="~2 MB, one build each, seconds; checks sanity, writes no results")
+    ap.add_argument("--keep", action="store_true", help="keep the run database")
+    ap.add_argument("--render", metavar="JSON",
+                    help="only re-render the RESULTS.md section from a saved bench/out/index-results-SIZE.json")
+    return ap
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.render:
+        with open(args.render, encoding="utf-8") as f:
+            saved = json.load(f)
+        report = fmt_report(saved["cmd"], saved["info"], saved["summary"], saved["m"])
+        print(report)
+        if args.results or not args.smoke:
+            results.update_section(args.results or os.path.join(HERE, "RESULTS.md"), "index", report,
+                                   saved.get("stamp"))
+        return 0
+    if args.smoke:
+        args.size, args.repeat, args.tok_mb, args.runs, args.classes_mb = "2MB", 1, 2, 2, 1
+    results_path = args.results or (None if args.smoke else os.path.join(HERE, "RESULTS.md"))
+    size = generate.parse_size(args.size)
+    langs = generate.parse_langs(args.langs)
+    os.makedirs(args.workdir, exist_ok=True)
+    cmd = "python bench/bench_index.py " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    tag = "" if langs is None else "-" + "-".join(f"{k}{v:g}" for k, v in sorted(langs.items()))
+    base = os.path.join(args.workdir, f"base-{size}-s{args.seed}{tag}-g{generate.GENERATOR_VERSION}.db")
+    if os.path.exists(base):
+        summary, needles = load_base(base)
+        log(f"reusing {base}")
+    else:
+        log(f"generating {size / 1e6:.0f} MB corpus into {base} ...")
+        summary, needles = build_base(base, size, args.seed, langs)
+        log(f"  done in {summary['generate_and_insert_seconds']} s")
+    m = measure(base, args, summary, needles)
+
+    saved = {"cmd": cmd, "info": machine_info(), "summary": summary, "m": m, "stamp": results.now_stamp()}
+    with open(os.path.join(args.workdir, f"index-results-{size}.json"), "w", encoding="utf-8") as f:
+        json.dump(saved, f, ensure_ascii=False, indent=1)
+    report = fmt_report(cmd, saved["info"], summary, m)
+    print(report)
+
+    problems = sanity_problems(m)
     if problems:
         print("\nSANITY CHECK FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
