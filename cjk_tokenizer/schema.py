@@ -47,11 +47,9 @@ trigram     messages_fts_tri     trigram (opt-in; substring fallback)
 
 Tool results are messages with role 'tool' and are indexed whole.
 
-Index size per byte of indexed text, measured on an 8 MB corpus from
-bench/generate.py (after bulk import; after FTS5 'optimize'): cjk 0.74
-(0.70), unicode61 0.53 (0.50), trigram 2.82 (2.68).  Trigram is the one a
-large archive may want to drop (``archive.indexes.drop``); bench/RESULTS.md
-has the published numbers.
+Trigram is by far the largest index per byte of text, which is why it is
+opt-in (and the one a large archive may want to drop with
+``archive.indexes.drop``); bench/RESULTS.md has each index's measured size.
 
 Index states
 ------------
@@ -284,10 +282,9 @@ def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False, fold_va
 
     ``prefix=True`` (``Archive(..., cjk_prefix=True)``, cjk only) adds FTS5's
     ``prefix='1'`` index: one-character CJK queries (``"X"*``) then read one
-    doclist instead of merging every bigram that starts with X — measured in
-    bench/RESULTS.md: the most frequent character's count 20 ms -> 1.3 ms and
-    newest-first 20 ms -> 0.2 ms on 300 MB, for +52% cjk index size and +38%
-    cjk build time.  The choice is fixed when the table is created, as are
+    doclist instead of merging every bigram that starts with X, at the price
+    of a larger cjk index and a slower build (bench/RESULTS.md has both
+    sides measured).  The choice is fixed when the table is created, as are
     ``unigrams=True`` (cjk only): the tokenizer option CJK_UNIGRAMS, and
     ``fold_variants=True`` (cjk only): the tokenizer option of that name.
     """

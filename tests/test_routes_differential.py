@@ -104,7 +104,8 @@ def test_unicode61_gap_without_trigram_is_only_what_unicode61_cannot_see(archive
 
 
 def test_queries_cover_every_shape(archive):
-    """The generated set holds the shapes the issue names, so the test above means something."""
+    """The generated set holds every shape the test above relies on: OR, NOT, CJK runs of 1-8
+    characters, mixed terms and prefixes."""
     rows, _ = archive
     nodes = [parse(q) for q in corpus.queries(rows)]
     text = " ".join(map(str, nodes))
