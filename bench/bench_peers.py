@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -100,7 +101,8 @@ def cjkfts_library(cache):
         with zipfile.ZipFile(os.path.join(root, wheel)) as z:
             z.extractall(root)
         # the wheel ships a macOS binary only; the C file beside it is the tokenizer's source
-        run(["cc", "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", os.path.join(root, "sqlite_cjk_fts", "cjk_tokenizer.c")])
+        source = os.path.join(root, "sqlite_cjk_fts", "cjk_tokenizer.c")
+        run(["cc", "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", source])
         os.replace(lib + ".tmp", lib)
     return lib, cc
 
@@ -132,11 +134,12 @@ def run_hermes(py, jsonl, mb, terms, runs, work):
                    "runs": runs}, f, ensure_ascii=False)
     env = dict(os.environ, HERMES_HOME=home)
     env.pop("PYTHONPATH", None)  # the worker must not see this project's package
-    p = subprocess.run([py, os.path.join(HERE, "hermes_worker.py"), spec], capture_output=True, text=True,
+    # its progress goes straight to our stderr: writing a large state.db message by message takes a while
+    p = subprocess.run([py, os.path.join(HERE, "hermes_worker.py"), spec], stdout=subprocess.PIPE, text=True,
                        cwd=home, env=env)
-    sys.stderr.write(p.stderr[-4000:])
     if p.returncode:
         raise SystemExit(f"the Hermes worker exited {p.returncode}")
+    shutil.rmtree(home)  # its state.db is several times the text it holds
     out = json.loads(p.stdout.strip().splitlines()[-1])
     if out["imported_cjk_tokenizer"]:
         raise SystemExit("the Hermes worker imported cjk_tokenizer: it must measure Hermes alone")
@@ -235,9 +238,10 @@ def measure_ours(path, terms, runs):
             r["like newest"], r["like_ids"] = cell(lambda: like_newest(conn, term), runs)
             r["like_rows"] = conn.execute(f"SELECT count(*) FROM messages WHERE {LIKE_WHERE}",
                                           (f"%{term}%",) * len(SEARCHED)).fetchone()[0]
-            match = ar.explain(term).get("match")
+            match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
             t = schema.fts_table("cjk")
-            r["raw_rows"] = conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?", (match,)).fetchone()[0]
+            r["raw_rows"] = match and conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?",
+                                                   (match,)).fetchone()[0]
             out[term] = r
             log(kind, term, f"search newest {ms(r['search newest']['p50'])} ms, LIKE {ms(r['like newest']['p50'])} ms,"
                 f" {r['like_rows']:,} rows")
@@ -374,7 +378,7 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
     b = ours_build
     L = [f"Command: `{cmd}`  ",
          f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']} RAM; {info['os']}; load average at "
-         f"start/end {peers['load'][0]:.1f} / {os.getloadavg()[0]:.1f}  ",
+         f"start/end {peers['load']:.1f} / {os.getloadavg()[0]:.1f}  ",
          f"Versions: SQLite {info['sqlite']}, APSW {info['apsw']}, Python {info['python']}, cjk_tokenizer "
          f"{info['cjk_tokenizer']}; {peers['cjkfts']}; {peers['hermes']}  ",
          f"Corpus: `{os.path.basename(peers['jsonl'])}`, {b['messages']:,} messages, {b['text'] / 1e6:,.1f} MB of "
@@ -458,7 +462,7 @@ def main(argv=None):
     rows = recall(archive, terms, ours, cjkfts, hermes)
     log("time per part: " + ", ".join(f"{k} {v:.0f} s" for k, v in clock.items()))
     wrong = [r["term"] for r in rows if not r["ours_equal"]]
-    peers = {"load": (load0,), "jsonl": jsonl, "hermes_mb": a.hermes_mb,
+    peers = {"load": load0, "jsonl": jsonl, "hermes_mb": a.hermes_mb,
              "cjkfts": f"sqlite-cjk-fts 0.3.0 built with {cc}" if lib else "sqlite-cjk-fts not run (--no-peers)",
              "hermes": (f"hermes-agent {hermes['hermes_agent']} on Python {hermes['python']} with SQLite "
                         f"{hermes['sqlite']}") if hermes else "Hermes not run (--no-peers)"}
@@ -468,6 +472,7 @@ def main(argv=None):
     if wrong:
         raise SystemExit(f"Archive.search newest-first differs from the LIKE scan for {wrong}")
     if a.smoke:
+        shutil.rmtree(work)
         print("smoke ok")
         return 0
     results.update_section(a.results, "peers", body)
