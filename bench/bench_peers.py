@@ -270,6 +270,11 @@ def measure_cjkfts(path, lib, terms, runs):
     return out
 
 
+def _against(got, want, count):
+    """(of ``want`` found in ``got``, len(want), the system's own count of matches or None, ids not in want)."""
+    return len(set(got) & set(want)), len(want), count, len(set(got) - set(want))
+
+
 def recall(path, terms, ours, cjkfts, hermes):
     """For the CJK terms: each system's newest 20 against LIKE's, and its count of matches where it has one."""
     out = []
@@ -280,15 +285,12 @@ def recall(path, terms, ours, cjkfts, hermes):
             o = ours[term]
             want = o["like_ids"]
             row = {"kind": kind, "term": term, "like_rows": o["like_rows"],
-                   "ours": (len(set(o["newest_ids"]) & set(want)), len(want), o["raw_rows"]),
-                   "ours_equal": o["newest_ids"] == want}
+                   "ours": _against(o["newest_ids"], want, o["raw_rows"]), "ours_equal": o["newest_ids"] == want}
             if cjkfts:
-                c = cjkfts[term]
-                row["cjkfts"] = (len(set(c["newest_ids"]) & set(want)), len(want), c["rows"])
+                row["cjkfts"] = _against(cjkfts[term]["newest_ids"], want, cjkfts[term]["rows"])
             if hermes:
-                want_h = like_newest(ar.conn, term, hermes["max_id"])
-                got = hermes["queries"][term]["newest_ids"]
-                row["hermes"] = (len(set(got) & set(want_h)), len(want_h), None)
+                row["hermes"] = _against(hermes["queries"][term]["newest_ids"],
+                                         like_newest(ar.conn, term, hermes["max_id"]), None)
             out.append(row)
     return out
 
@@ -357,13 +359,15 @@ def fmt_recall(rows, hermes):
     def frac(v):
         if v is None:
             return "not run"
-        got, want, count = v
-        if not want:
+        got, want, count, other = v
+        if not want and not other:
             return "none in its messages"
-        return f"{got}/{want}" + ("" if count is None else f"; {count:,} matched")
+        return (f"{got}/{want}" + (f" (+{other} not in LIKE's)" if other else "")
+                + ("" if count is None else f"; {count:,} matched"))
 
     L = ["", "Checked (not timed), CJK terms: messages of the system's newest 20 that are among the LIKE scan's "
-         "newest 20, and the rows the system's MATCH counts (LIKE rows: the scan's count over content, tool_name, "
+         "newest 20 (+N: its newest 20 holds N that LIKE's does not), and the rows the system's MATCH counts "
+         "(LIKE rows: the scan's count over content, tool_name, "
          "tool_calls" + (f"; Hermes against the LIKE scan over the {hermes['messages']:,} messages it holds" if hermes
                          else "") + "):", "",
          "| class | term | LIKE rows | ours (`Archive.search` newest; raw MATCH) | sqlite-cjk-fts | Hermes |",
