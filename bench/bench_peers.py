@@ -25,7 +25,9 @@ On one corpus from bench/generate.py (OpenAI-style JSONL), side by side:
 Query classes, the same terms for every system: one CJK character (the two
 most frequent and the 300th), a 2-character word, 3- and 4-character words, a
 planted needle of 2 and of 4 characters, Latin words.  Reported: p50/p95 (ms)
-per system and sort, "ours / best peer" from the same run; the FTS5 build time
+per system and sort, and ratios from the same run (ours raw over the faster
+peer; ``Archive.search`` over ``search_messages``, both returning hits with
+snippets); the FTS5 build time
 and index size per byte of text of cjk_unicode61 (as the archive creates it and
 with the tokenizer's default options), unicode61, trigram and sqlite-cjk-fts
 over the same text; each system's ingest.  Checked, not timed, for the CJK
@@ -36,6 +38,10 @@ count them.  This project's newest 20 must equal LIKE's, or the run fails.
     python bench/generate.py --size 1GB -o /tmp/c1g.jsonl
     python bench/bench_peers.py --jsonl /tmp/c1g.jsonl --hermes-mb 200   # writes the "peers" section
     python bench/bench_peers.py --smoke --no-peers       # ~1 MB, offline, seconds; checks only, writes nothing
+
+The peers are fetched and built once into ``--cache`` (~/.cache/cjk_tokenizer-bench).  Hermes' write goes
+message by message, one transaction each, as Hermes writes: it is the slow part at a large ``--hermes-mb``.
+The seconds each part took are logged at the end.
 """
 from __future__ import annotations
 
@@ -440,8 +446,10 @@ def main(argv=None):
         generate.write_jsonl(corpus, jsonl)
         with open(jsonl + ".needles.json", "w", encoding="utf-8") as f:
             json.dump(corpus.needle_manifest(), f, ensure_ascii=False)
-    with open(jsonl + ".needles.json", encoding="utf-8") as f:
-        needles = json.load(f)
+    needles = []  # generate.py writes the manifest beside the corpus; without it there is no needle class
+    if os.path.exists(jsonl + ".needles.json"):
+        with open(jsonl + ".needles.json", encoding="utf-8") as f:
+            needles = json.load(f)
     runs = 3 if a.smoke else a.runs
     clock = {}
 
