@@ -135,8 +135,11 @@ def fts_size(conn, table):
     return conn.execute(f"SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ({q})", names).fetchone()[0]
 
 
-def build_index(conn, name, table=None, content="messages"):
-    tokenize, extra = VARIANTS[name]
+def build_index(conn, name, table=None, content="messages", variant=None):
+    """Create and fill ``table`` (default fts_NAME); returns the seconds of the fill.
+
+    ``variant``: (tokenize=, extra FTS5 options) for a tokenizer not in VARIANTS."""
+    tokenize, extra = variant or VARIANTS[name]
     table = table or f"fts_{name}"
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     cols = ", ".join(schema.FTS_COLUMNS)

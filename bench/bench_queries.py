@@ -50,6 +50,7 @@ from cjk_tokenizer.errors import QueryError  # noqa: E402
 
 import generate  # noqa: E402
 import results  # noqa: E402
+from timing import pct, timed  # noqa: E402
 
 ALL_INDEXES = ("cjk", "unicode61", "trigram")
 ROUTES = ("cjk", "trigram", "unicode61", "scan")
@@ -184,45 +185,6 @@ def pick_queries(conn, needles, sample_chars=6_000_000, step=37):
         "Latin word": lw,
         "OR query": ors,
     }
-
-
-# ---- timing --------------------------------------------------------------
-
-def timed(fn, max_runs=15, budget=1.0, slow=0.5, very_slow=3.0):
-    """Run ``fn``; returns (seconds per timed run, result of the first run).
-
-    Fast calls get one warm-up run and up to ``max_runs`` timed runs within
-    ``budget`` seconds (at least 3); a call slower than ``slow`` seconds gets 2
-    timed runs and no warm-up (the archive is already in the OS cache from the
-    build or an earlier query), one slower than ``very_slow`` seconds just one."""
-    t0 = time.perf_counter()
-    first = fn()
-    d0 = time.perf_counter() - t0
-    if d0 >= very_slow:
-        return [d0], first
-    if d0 >= slow:
-        t0 = time.perf_counter()
-        fn()
-        return [d0, time.perf_counter() - t0], first
-    times = []
-    spent = d0
-    while len(times) < max_runs and (len(times) < 3 or spent < budget):
-        t0 = time.perf_counter()
-        fn()
-        d = time.perf_counter() - t0
-        times.append(d)
-        spent += d
-    return times, first
-
-
-def pct(times, q):
-    s = sorted(times)
-    if len(s) == 1:
-        return s[0]
-    k = (len(s) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
 def like_sql(query):

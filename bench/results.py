@@ -16,6 +16,7 @@ SECTIONS = {
     "scaling": "Latency against archive size",
     "ingest": "Ingest rate with all triggers on, peak memory",
     "lean": "Default archive before and after: size, ingest, one character, bounded relevance",
+    "peers": "This project beside sqlite-cjk-fts and Hermes Agent's search, over the same messages",
     "build": "cjk index build time against unicode61, under the archive's FTS5 settings",
     "variants": "Han variant folding: recall, precision and cost",
     "import": "Import rate per source format",

@@ -7,6 +7,9 @@ bench/bench_lean.py --smoke    the default archive before and after give the sam
                                ids; one character as a plain string equals a LIKE scan
 bench/bench_variants.py --smoke fold_variants finds at least what the plain index finds on the
                                Traditional/Simplified sample, and more (needs OpenCC's converter too)
+bench/bench_peers.py --smoke --no-peers  offline: the section it would write has every table and this
+                               project's rows, and its newest 20 equal a LIKE scan's for every CJK term
+bench/hermes_worker.py         Hermes' own search measured through hermes_state (needs hermes_state)
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
 tests skip, unless CJK_REQUIRE_ALL_HOSTS is set (CI installs the bench extra), then they fail.
@@ -15,7 +18,9 @@ Timings are never asserted here; speed is measured by the full runs (bench/RESUL
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -73,3 +78,70 @@ def test_bench_import_smoke(tmp_path):
     p = _run([os.path.join(BENCH, "bench_import.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
     for fmt in ("openai", "claude-code", "codex", "hermes"):
         assert f"{fmt}: " in p.stdout, p.stdout
+
+
+def _table(text, header_start):
+    """The rows (lists of cells) of the Markdown table whose header line starts with ``header_start``."""
+    lines = text.splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[i + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_bench_peers_smoke_offline(tmp_path):
+    """Without the peers: no fetch, nothing written, and this project's rows are all there and exact."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    results_md = os.path.join(BENCH, "RESULTS.md")
+    before = open(results_md, encoding="utf-8").read()
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PIP_NO_INDEX="1", PIP_INDEX_URL="http://127.0.0.1:9/")
+    p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_peers.py"), "--smoke", "--no-peers",
+                        "--cache", str(cache)], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    out = p.stdout
+    assert "smoke ok" in out
+    assert not cache.exists(), "--no-peers must fetch nothing"
+    assert open(results_md, encoding="utf-8").read() == before, "--smoke must not write RESULTS.md"
+    assert "| ours: `Archive.import_source` |" in out
+    for cls in ("1 char", "2 chars", "3 chars", "needle (cjk2)", "needle (cjk4)", "Latin word"):
+        assert f"**{cls}** — top 20" in out, cls
+    query_rows = [r for r in _table(out, "| term | sort |") if r[1] in ("newest", "relevance")]
+    assert query_rows
+    cell = re.compile(r"^[0-9.,]+ / [0-9.,]+$")
+    for term, sort, _, search, raw, cjkfts, hermes, like, *_ in query_rows:
+        assert cell.match(search) and cell.match(raw), (term, sort, search, raw)
+        assert cjkfts == "not run" and hermes == "not run"
+        assert cell.match(like) if sort == "newest" else like == ""
+    sizes = {r[0]: r for r in _table(out, "| tokenizer | build s |")}
+    for name in ("cjk_unicode61 as the archive creates it (unigrams 1)", "unicode61", "trigram"):
+        assert float(sizes[name][4].rstrip("×")) > 0, sizes[name]
+    assert sizes["sqlite-cjk-fts (cjk_bigram)"][1] == "not run"
+    recall = _table(out, "| class | term | LIKE rows |")
+    assert {r[0] for r in recall} >= {"1 char", "2 chars", "needle (cjk2)"}
+    for kind, term, like_rows, ours, cjkfts, hermes in recall:
+        got, want, matched = re.match(r"(\d+)/(\d+); ([\d,]+) matched", ours).groups()
+        assert got == want == str(min(20, int(like_rows.replace(",", "")))), (term, ours)
+        assert matched == like_rows, (term, ours, like_rows)
+
+
+def test_hermes_worker(tmp_path):
+    """The worker writes through SessionDB and times search_messages without importing cjk_tokenizer."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    _need("hermes_state", "the worker drives Hermes' own SessionDB; pip install --no-deps hermes-agent")
+    jsonl = str(tmp_path / "c.jsonl")
+    _run([os.path.join(BENCH, "generate.py"), "--size", "300KB", "-o", jsonl], ROOT)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"jsonl": jsonl, "mb": 0.1, "home": str(tmp_path), "terms": ["一", "error"],
+                                "runs": 1}))
+    out = json.loads(_run([os.path.join(BENCH, "hermes_worker.py"), str(spec)], str(tmp_path)).stdout)
+    assert out["imported_cjk_tokenizer"] is False
+    assert out["messages"] == out["max_id"] > 0 and out["text_bytes"] >= 100_000
+    assert out["file_bytes"] == os.path.getsize(tmp_path / "state.db")
+    one = out["queries"]["一"]
+    assert one["newest"]["n"] == len(one["newest_ids"]) > 0
+    assert one["newest_ids"] == sorted(one["newest_ids"], reverse=True)
+    assert one["relevance"]["p50"] > 0

@@ -1,0 +1,496 @@
+"""This project beside the peers a user would pick instead, over the same messages in one run.
+
+On one corpus from bench/generate.py (OpenAI-style JSONL), side by side:
+
+  * this project: ``Archive(path)`` with today's defaults (the cjk index with
+    ``unigrams 1`` + unicode61) filled by ``Archive.import_source(jsonl,
+    format="openai")``; ``Archive.search(q, limit=20)`` by relevance and with
+    ``sort="newest"``, and the raw FTS5 query ``Archive.explain`` names for it
+    (ids only: ``ORDER BY rowid DESC`` and ``ORDER BY`` its bm25);
+  * sqlite-cjk-fts 0.3.0 (its ``cjk_bigram`` tokenizer): the wheel is fetched
+    with ``pip download`` into the cache, its shipped ``cjk_tokenizer.c`` is
+    compiled with the system ``cc -O2 -shared -fPIC`` and loaded into APSW;
+    an external-content FTS5 table over the same four text columns, queried
+    as its documentation writes queries (the term itself as the MATCH string;
+    here quoted and limited to the columns the others search by default:
+    content, tool_name, tool_calls), top 20 by ``rank`` and by rowid;
+  * Hermes Agent 0.19.0 as it ships (``pip install hermes-agent==0.19.0`` into
+    a virtual environment in the cache): bench/hermes_worker.py writes a
+    ``state.db`` through ``SessionDB.create_session`` / ``append_message`` from
+    the first ``--hermes-mb`` MB of text of the same messages and times
+    ``SessionDB.search_messages(q, limit=20)`` and ``sort="newest"``;
+  * the baseline: a LIKE scan, top 20 newest first, over content, tool_name and
+    tool_calls (the columns all three search by default).
+
+Query classes, the same terms for every system: one CJK character (the two
+most frequent and the 300th), a 2-character word, 3- and 4-character words, a
+planted needle of 2 and of 4 characters, Latin words.  Reported: p50/p95 (ms)
+per system and sort, and ratios from the same run (ours raw over the faster
+peer; ``Archive.search`` over ``search_messages``, both returning hits with
+snippets); the FTS5 build time
+and index size per byte of text of cjk_unicode61 (as the archive creates it and
+with the tokenizer's default options), unicode61, trigram and sqlite-cjk-fts
+over the same text; each system's ingest.  Checked, not timed, for the CJK
+terms: each system's newest 20 against the LIKE scan's newest 20 (Hermes: over
+the messages it holds), and the number of matching messages where a system can
+count them.  This project's newest 20 must equal LIKE's, or the run fails.
+
+    python bench/generate.py --size 1GB -o /tmp/c1g.jsonl
+    python bench/bench_peers.py --jsonl /tmp/c1g.jsonl --hermes-mb 200   # writes the "peers" section
+    python bench/bench_peers.py --smoke --no-peers       # ~1 MB, offline, seconds; checks only, writes nothing
+
+The peers are fetched and built once into ``--cache`` (~/.cache/cjk_tokenizer-bench).  Hermes' write goes
+message by message, one transaction each, as Hermes writes: it is the slow part at a large ``--hermes-mb``.
+The seconds each part took are logged at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import apsw  # noqa: E402
+
+from cjk_tokenizer import Archive, schema  # noqa: E402
+
+import bench_index  # noqa: E402
+import bench_lean  # noqa: E402
+import bench_queries  # noqa: E402
+import generate  # noqa: E402
+import results  # noqa: E402
+from bench_queries import cell as fmt_cell, log, ms  # noqa: E402
+from timing import cell  # noqa: E402
+
+CJKFTS = "sqlite-cjk-fts==0.3.0"
+HERMES = "hermes-agent==0.19.0"
+SEARCHED = schema.DEFAULT_COLUMNS
+LIKE_WHERE = "(" + " OR ".join(f"{c} LIKE ?" for c in SEARCHED) + ")"
+# name -> (label, tokenize=); each an external-content FTS5 table over the same text
+TOKENIZERS = {
+    "cjk_default": ("cjk_unicode61 as the archive creates it (unigrams 1)",
+                    f"{schema.FTS_INDEXES['cjk'][1]} {schema.CJK_UNIGRAMS}"),
+    "cjk": ("cjk_unicode61, the tokenizer's default options", bench_index.VARIANTS["cjk"][0]),
+    "unicode61": ("unicode61", bench_index.VARIANTS["unicode61"][0]),
+    "trigram": ("trigram", bench_index.VARIANTS["trigram"][0]),
+    "cjkfts": ("sqlite-cjk-fts (cjk_bigram)", "cjk_bigram"),
+}
+
+
+# ---- peers, fetched and built at bench time into the cache -------------------
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr[-3000:]}")
+    return p.stdout
+
+
+def cjkfts_library(cache):
+    """sqlite-cjk-fts's shipped C source compiled here; returns (path of the .so, compiler version)."""
+    root = os.path.join(cache, CJKFTS.replace("==", "-"))
+    lib = os.path.join(root, "libcjkfts.so")
+    cc = run(["cc", "--version"]).splitlines()[0]
+    if not os.path.exists(lib):
+        os.makedirs(root, exist_ok=True)
+        run([sys.executable, "-m", "pip", "download", "--no-deps", CJKFTS, "-d", root])
+        wheel = next(f for f in os.listdir(root) if f.endswith(".whl"))
+        with zipfile.ZipFile(os.path.join(root, wheel)) as z:
+            z.extractall(root)
+        # the wheel ships a macOS binary only; the C file beside it is the tokenizer's source
+        source = os.path.join(root, "sqlite_cjk_fts", "cjk_tokenizer.c")
+        run(["cc", "-O2", "-shared", "-fPIC", "-o", lib + ".tmp", source])
+        os.replace(lib + ".tmp", lib)
+    return lib, cc
+
+
+def load_cjkfts(conn, lib):
+    conn.enable_load_extension(True)
+    conn.load_extension(lib, "sqlite3_cjkfts_init")
+
+
+def hermes_python(cache):
+    """The Python of a virtual environment with hermes-agent installed from the package index."""
+    venv = os.path.join(cache, HERMES.replace("==", "-"))
+    py = os.path.join(venv, "bin", "python")
+    probe = [py, "-c", "import hermes_state, importlib.metadata as m; print(m.version('hermes-agent'))"]
+    if os.path.exists(py) and subprocess.run(probe, capture_output=True).returncode == 0:
+        return py
+    log(f"creating {venv} and installing {HERMES} (once; kept in the cache)")
+    run([sys.executable, "-m", "venv", venv])
+    run([py, "-m", "pip", "install", "-q", HERMES])
+    run(probe)
+    return py
+
+
+def run_hermes(py, jsonl, mb, terms, runs, work):
+    home = tempfile.mkdtemp(prefix="hermes-home-", dir=work)
+    spec = os.path.join(home, "spec.json")
+    with open(spec, "w", encoding="utf-8") as f:
+        json.dump({"jsonl": os.path.abspath(jsonl), "mb": mb, "home": home, "terms": [t for _, t in terms],
+                   "runs": runs}, f, ensure_ascii=False)
+    env = dict(os.environ, HERMES_HOME=home)
+    env.pop("PYTHONPATH", None)  # the worker must not see this project's package
+    # its progress goes straight to our stderr: writing a large state.db message by message takes a while
+    p = subprocess.run([py, os.path.join(HERE, "hermes_worker.py"), spec], stdout=subprocess.PIPE, text=True,
+                       cwd=home, env=env)
+    if p.returncode:
+        raise SystemExit(f"the Hermes worker exited {p.returncode}")
+    shutil.rmtree(home)  # its state.db is several times the text it holds
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    if out["imported_cjk_tokenizer"]:
+        raise SystemExit("the Hermes worker imported cjk_tokenizer: it must measure Hermes alone")
+    return out
+
+
+# ---- the same text under each tokenizer ---------------------------------------
+
+def build_tokenizers(archive, path, lib):
+    """A copy of the archive's messages in ``path`` and one FTS5 build per tokenizer over it.
+
+    Returns ({name: {"seconds", "bytes"}}, text bytes).  Only the sqlite-cjk-fts
+    table is kept: the queries use it."""
+    if os.path.exists(path):
+        os.remove(path)
+    conn = bench_index.connect(path)
+    try:
+        conn.execute(schema.SESSIONS_DDL)
+        conn.execute(schema.MESSAGES_DDL)
+        conn.execute("ATTACH ? AS a", (archive,))
+        with conn:
+            conn.execute("INSERT INTO sessions SELECT * FROM a.sessions")
+            conn.execute("INSERT INTO messages SELECT * FROM a.messages")
+        conn.execute("DETACH a")
+        nbytes = bench_index.text_bytes(conn)[0]
+        if lib:
+            load_cjkfts(conn, lib)
+        out = {}
+        for name, (label, tokenize) in TOKENIZERS.items():
+            if name == "cjkfts" and not lib:
+                continue
+            seconds = bench_index.build_index(conn, name, variant=(tokenize, ""))
+            out[name] = {"seconds": seconds, "bytes": bench_index.fts_size(conn, f"fts_{name}")}
+            if name in ("cjk_default", "cjkfts"):
+                out[name]["cjk_terms"] = cjk_terms(conn, f"fts_{name}")
+            log(f"built {label}: {seconds:.1f} s, {out[name]['bytes'] / nbytes:.2f}x the text")
+            if name != "cjkfts":
+                conn.execute(f"DROP TABLE fts_{name}")
+    finally:
+        conn.close()
+    return out, nbytes
+
+
+def cjk_terms(conn, table):
+    """Distinct terms of an index that start with a CJK character, by length (1, 2, 3 = three or more):
+    what the tokenizer emits for CJK text."""
+    conn.execute(f"CREATE VIRTUAL TABLE temp.v_terms USING fts5vocab(main, {table}, 'row')")
+    try:
+        got = dict(conn.execute("SELECT min(length(term), 3), count(*) FROM temp.v_terms "
+                                "WHERE unicode(term) >= 0x2E80 GROUP BY 1"))
+    finally:
+        conn.execute("DROP TABLE temp.v_terms")
+    return [got.get(n, 0) for n in (1, 2, 3)]
+
+
+# ---- terms, truth, timings ----------------------------------------------------
+
+def pick_terms(path, needles):
+    """bench_lean's terms (1 char, 2 chars, Latin words, needles) plus bench_queries' 3- and 4-character words."""
+    content = [n for n in needles if n["column"] == "content"]  # what a default search covers
+    terms = bench_lean.pick_terms(path, content)
+    with Archive(path, auto_catch_up=0) as ar:
+        longer = bench_queries.pick_queries(ar.conn, content, step=7)["3-4-char"]
+    threes, fours = ([w for w in longer if len(w) == n] for n in (3, 4))
+    if threes:  # the less frequent of the two: the most frequent often lies inside the top 4-character one
+        terms.append(("3 chars", threes[-1]))
+    if fours:
+        terms.append(("4 chars", fours[0]))
+    order = ["1 char", "2 chars", "3 chars", "4 chars", "needle (cjk2)", "needle (cjk4)", "Latin word"]
+    return sorted(terms, key=lambda kt: order.index(kt[0]))
+
+
+def is_cjk_class(kind):
+    return kind != "Latin word"
+
+
+def like_newest(conn, term, max_id=None):
+    bound = "" if max_id is None else f" AND id <= {int(max_id)}"
+    return [r[0] for r in conn.execute(f"SELECT id FROM messages WHERE {LIKE_WHERE}{bound} ORDER BY id DESC LIMIT 20",
+                                       (f"%{term}%",) * len(SEARCHED))]
+
+
+def measure_ours(path, terms, runs):
+    """Per term: Archive.search both sorts, the raw FTS5 query, the LIKE scan; the LIKE truth (untimed)."""
+    out = {}
+    with Archive(path, auto_catch_up=0) as ar:
+        bench_queries.warm(ar)
+        conn = ar.conn
+        for kind, term in terms:
+            r = {}
+            r["search relevance"], _ = cell(lambda: ar.search(term, limit=20), runs)
+            r["search newest"], hits = cell(lambda: ar.search(term, sort="newest", limit=20), runs)
+            r["newest_ids"] = [h.message_id for h in hits]
+            raw = bench_queries.cjk_sql_only(ar, term, runs)
+            r["raw relevance"], r["raw newest"] = raw.get("relevance"), raw.get("newest")
+            r["like newest"], r["like_ids"] = cell(lambda: like_newest(conn, term), runs)
+            r["like_rows"] = conn.execute(f"SELECT count(*) FROM messages WHERE {LIKE_WHERE}",
+                                          (f"%{term}%",) * len(SEARCHED)).fetchone()[0]
+            match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
+            t = schema.fts_table("cjk")
+            r["raw_rows"] = match and conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?",
+                                                   (match,)).fetchone()[0]
+            out[term] = r
+            log(kind, term, f"search newest {ms(r['search newest']['p50'])} ms, LIKE {ms(r['like newest']['p50'])} ms,"
+                f" {r['like_rows']:,} rows")
+    return out
+
+
+def measure_cjkfts(path, lib, terms, runs):
+    """sqlite-cjk-fts: top 20 by rank and by rowid, and its count of matches (untimed)."""
+    out = {}
+    conn = apsw.Connection(path)
+    try:
+        load_cjkfts(conn, lib)
+        t = "fts_cjkfts"
+        for kind, term in terms:
+            match = "{" + " ".join(SEARCHED) + "} : \"" + term.replace('"', '""') + '"'
+            sql = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY {{}} LIMIT 20"
+            r = {}
+            r["relevance"], _ = cell(lambda: conn.execute(sql.format("rank"), (match,)).fetchall(), runs)
+            r["newest"], rows = cell(lambda: conn.execute(sql.format("rowid DESC"), (match,)).fetchall(), runs)
+            r["newest_ids"] = [x[0] for x in rows]
+            r["rows"] = conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?", (match,)).fetchone()[0]
+            out[term] = r
+            log(kind, term, f"sqlite-cjk-fts newest {ms(r['newest']['p50'])} ms, {r['rows']:,} rows")
+    finally:
+        conn.close()
+    return out
+
+
+def _against(got, want, count):
+    """(of ``want`` found in ``got``, len(want), the system's own count of matches or None, ids not in want)."""
+    return len(set(got) & set(want)), len(want), count, len(set(got) - set(want))
+
+
+def recall(path, terms, ours, cjkfts, hermes):
+    """For the CJK terms: each system's newest 20 against LIKE's, and its count of matches where it has one."""
+    out = []
+    with Archive(path, auto_catch_up=0) as ar:
+        for kind, term in terms:
+            if not is_cjk_class(kind):
+                continue
+            o = ours[term]
+            want = o["like_ids"]
+            row = {"kind": kind, "term": term, "like_rows": o["like_rows"],
+                   "ours": _against(o["newest_ids"], want, o["raw_rows"]), "ours_equal": o["newest_ids"] == want}
+            if cjkfts:
+                row["cjkfts"] = _against(cjkfts[term]["newest_ids"], want, cjkfts[term]["rows"])
+            if hermes:
+                row["hermes"] = _against(hermes["queries"][term]["newest_ids"],
+                                         like_newest(ar.conn, term, hermes["max_id"]), None)
+            out.append(row)
+    return out
+
+
+# ---- report ---------------------------------------------------------------------
+
+def _ratio(a, b):
+    if not a or not b:
+        return "n/a"
+    r = a["p50"] / b["p50"]
+    return f"{r:.2g}×" if r < 10 else f"{r:,.0f}×"
+
+
+def fmt_classes(terms, ours, cjkfts, hermes):
+    L = []
+    for cls in dict.fromkeys(k for k, _ in terms):
+        L += ["", f"**{cls}** — top 20, ms p50 / p95:", "",
+              "| term | sort | LIKE rows | ours: `Archive.search` | ours: raw FTS5 | sqlite-cjk-fts | Hermes "
+              "`search_messages` | LIKE scan | ours raw / best peer | ours search / Hermes search |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for kind, term in terms:
+            if kind != cls:
+                continue
+            o = ours[term]
+            for sort in ("newest", "relevance"):
+                c = cjkfts[term][sort] if cjkfts else None
+                h = hermes["queries"][term][sort] if hermes else None
+                peers = [p for p in (c, h) if p]
+                best = min(peers, key=lambda p: p["p50"]) if peers else None
+                like = fmt_cell(o["like newest"]) if sort == "newest" else ""
+                L.append(f"| {term} | {sort} | {o['like_rows']:,} | {fmt_cell(o['search ' + sort])} |"
+                         f" {fmt_cell(o['raw ' + sort])} | {fmt_cell(c) if c else 'not run'} |"
+                         f" {fmt_cell(h) if h else 'not run'} | {like} | {_ratio(o['raw ' + sort], best)} |"
+                         f" {_ratio(o['search ' + sort], h)} |")
+    return L
+
+
+def fmt_tokenizers(builds, nbytes):
+    u61 = builds["unicode61"]["seconds"]
+    L = ["", f"FTS5 build over the same {nbytes / 1e6:,.1f} MB of text (content, reasoning, tool_name, tool_calls; "
+         "external content, one 'rebuild' each, as bench/bench_index.py builds) and index size per byte of text:",
+         "", "| tokenizer | build s | vs unicode61 | index MB | index / text |", "|---|---:|---:|---:|---:|"]
+    for name, b in builds.items():
+        L.append(f"| {TOKENIZERS[name][0]} | {b['seconds']:.1f} | {b['seconds'] / u61:.2f}× |"
+                 f" {b['bytes'] / 1e6:,.1f} | {b['bytes'] / nbytes:.2f}× |")
+    if "cjkfts" not in builds:
+        L.append("| sqlite-cjk-fts (cjk_bigram) | not run | | | |")
+    L += ["", "Distinct terms starting with a CJK character, of 1 / 2 / 3+ characters (fts5vocab): " + "; ".join(
+        f"{TOKENIZERS[n][0]} " + " / ".join(f"{v:,}" for v in b["cjk_terms"]) for n, b in builds.items()
+        if "cjk_terms" in b) + "."]
+    return L
+
+
+PEER_NOTES = """How the peers search, from their code as shipped (what the recall table measures):
+- sqlite-cjk-fts: its Python layer hands the query to MATCH unchanged. A query of several CJK characters is
+  an FTS5 phrase of the tokens above, and ASCII spaces and punctuation take no position, so a phrase also
+  matches its characters with such a separator between them (its rows can exceed LIKE's).
+- Hermes: `search_messages` indexes content, tool_name and tool_calls (not reasoning) and stores tool_calls as
+  ASCII-escaped JSON, so CJK inside tool-call arguments is found by no path. A query with CJK goes to its
+  trigram table when every CJK token has 3 or more characters, otherwise to a LIKE scan over those columns,
+  newest first whatever `sort` says; other queries go to its unicode61 table. Every hit also reads the
+  message before and after it in its session."""
+
+
+def fmt_recall(rows, hermes):
+    def frac(v):
+        if v is None:
+            return "not run"
+        got, want, count, other = v
+        if not want and not other:
+            return "none in its messages"
+        return (f"{got}/{want}" + (f" (+{other} not in LIKE's)" if other else "")
+                + ("" if count is None else f"; {count:,} matched"))
+
+    L = ["", "Checked (not timed), CJK terms: messages of the system's newest 20 that are among the LIKE scan's "
+         "newest 20 (+N: its newest 20 holds N that LIKE's does not), and the rows the system's MATCH counts "
+         "(LIKE rows: the scan's count over content, tool_name, "
+         "tool_calls" + (f"; Hermes against the LIKE scan over the {hermes['messages']:,} messages it holds" if hermes
+                         else "") + "):", "",
+         "| class | term | LIKE rows | ours (`Archive.search` newest; raw MATCH) | sqlite-cjk-fts | Hermes |",
+         "|---|---|---:|---|---|---|"]
+    for r in rows:
+        L.append(f"| {r['kind']} | {r['term']} | {r['like_rows']:,} | {frac(r['ours'])} | {frac(r.get('cjkfts'))} |"
+                 f" {frac(r.get('hermes'))} |")
+    return L
+
+
+def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows, peers):
+    b = ours_build
+    L = [f"Command: `{cmd}`  ",
+         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']} RAM; {info['os']}; load average at "
+         f"start/end {peers['load']:.1f} / {os.getloadavg()[0]:.1f}  ",
+         f"Versions: SQLite {info['sqlite']}, APSW {info['apsw']}, Python {info['python']}, cjk_tokenizer "
+         f"{info['cjk_tokenizer']}; {peers['cjkfts']}; {peers['hermes']}  ",
+         f"Corpus: `{os.path.basename(peers['jsonl'])}`, {b['messages']:,} messages, {b['text'] / 1e6:,.1f} MB of "
+         "text. This project and sqlite-cjk-fts hold every message"
+         + (f"; Hermes the first {hermes['messages']:,} ({hermes['text_bytes'] / 1e6:,.1f} MB of text, "
+            f"`--hermes-mb {peers['hermes_mb']:g}`): its timings are on the smaller archive." if hermes else "."),
+         "", "Ingest through each system's own writer:", "",
+         "| system | messages | seconds | msg/s | file / text |", "|---|---:|---:|---:|---:|",
+         f"| ours: `Archive.import_source` | {b['messages']:,} | {b['seconds']:.1f} | {b['msg_per_s']:,.0f} |"
+         f" {b['file'] / b['text']:.2f}× |"]
+    if hermes:
+        fts = ", ".join(f"{k} {v / hermes['text_bytes']:.2f}×" for k, v in hermes["fts_bytes"].items())
+        L.append(f"| Hermes: `SessionDB.append_message` per message | {hermes['messages']:,} |"
+                 f" {hermes['write_seconds']:.1f} | {hermes['messages'] / hermes['write_seconds']:,.0f} |"
+                 f" {hermes['file_bytes'] / hermes['text_bytes']:.2f}× ({fts}) |")
+    L += ["", "Query latency. ours: `Archive.search` returns hits with snippets; raw FTS5 is the one MATCH "
+          "`Archive.explain` names, ids only. sqlite-cjk-fts: raw FTS5, ids only. Hermes: `search_messages` as it "
+          "ships (snippets plus one message of context before and after each hit). LIKE scan: ids, newest first. "
+          "Ratios of p50s, below 1 where ours is faster: ours raw over the faster peer (whatever it returns), "
+          "and `Archive.search` over `search_messages` (both return hits with snippets)."]
+    L += fmt_classes(terms, ours, cjkfts, hermes)
+    L += fmt_tokenizers(builds, nbytes)
+    L += fmt_recall(rows, hermes)
+    L += ["", PEER_NOTES]
+    return "\n".join(L)
+
+
+# ---- run ------------------------------------------------------------------------
+
+def _parser():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--jsonl", help="a corpus written by bench/generate.py (required unless --smoke)")
+    ap.add_argument("--hermes-mb", type=float, default=200, help="MB of text Hermes gets (default 200)")
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per query at most (default 15)")
+    ap.add_argument("--workdir", default=os.path.join(HERE, "out"))
+    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/cjk_tokenizer-bench"),
+                    help="where the peers are downloaded and built (kept between runs)")
+    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="Markdown file to update")
+    ap.add_argument("--no-peers", action="store_true", help="this project only (offline)")
+    ap.add_argument("--smoke", action="store_true", help="~1 MB corpus in a temp dir; checks only, writes nothing")
+    return ap
+
+
+def main(argv=None):
+    a = _parser().parse_args(argv)
+    if not a.jsonl and not a.smoke:
+        raise SystemExit("--jsonl is required (a corpus from bench/generate.py), or --smoke")
+    load0 = os.getloadavg()[0]
+    work = tempfile.mkdtemp() if a.smoke else a.workdir
+    os.makedirs(work, exist_ok=True)
+    jsonl = a.jsonl
+    if jsonl is None:
+        jsonl = os.path.join(work, "peers-smoke.jsonl")
+        corpus = generate.Corpus(1_000_000, seed=1)
+        generate.write_jsonl(corpus, jsonl)
+        with open(jsonl + ".needles.json", "w", encoding="utf-8") as f:
+            json.dump(corpus.needle_manifest(), f, ensure_ascii=False)
+    needles = []  # generate.py writes the manifest beside the corpus; without it there is no needle class
+    if os.path.exists(jsonl + ".needles.json"):
+        with open(jsonl + ".needles.json", encoding="utf-8") as f:
+            needles = json.load(f)
+    runs = 3 if a.smoke else a.runs
+    clock = {}
+
+    def part(name, fn, *args):
+        t0 = time.perf_counter()
+        out = fn(*args)
+        clock[name] = time.perf_counter() - t0
+        return out
+
+    archive = os.path.join(work, "peers-ours.db")
+    ours_build = part("ours: import", bench_lean.build, jsonl, archive, {})
+    terms = pick_terms(archive, needles)
+    ours = part("ours: queries", measure_ours, archive, terms, runs)
+    lib, cc = part("sqlite-cjk-fts: fetch and compile", cjkfts_library, a.cache) if not a.no_peers else (None, None)
+    builds, nbytes = part("tokenizer builds", build_tokenizers, archive, os.path.join(work, "peers-fts.db"), lib)
+    cjkfts = part("sqlite-cjk-fts: queries", measure_cjkfts, os.path.join(work, "peers-fts.db"), lib, terms,
+                  runs) if lib else None
+    hermes = None
+    if not a.no_peers:
+        py = part("Hermes: venv", hermes_python, a.cache)
+        hermes = part("Hermes: write and queries", run_hermes, py, jsonl, a.hermes_mb, terms, runs, work)
+    rows = recall(archive, terms, ours, cjkfts, hermes)
+    log("time per part: " + ", ".join(f"{k} {v:.0f} s" for k, v in clock.items()))
+    wrong = [r["term"] for r in rows if not r["ours_equal"]]
+    peers = {"load": load0, "jsonl": jsonl, "hermes_mb": a.hermes_mb,
+             "cjkfts": f"sqlite-cjk-fts 0.3.0 built with {cc}" if lib else "sqlite-cjk-fts not run (--no-peers)",
+             "hermes": (f"hermes-agent {hermes['hermes_agent']} on Python {hermes['python']} with SQLite "
+                        f"{hermes['sqlite']}") if hermes else "Hermes not run (--no-peers)"}
+    cmd = "python bench/bench_peers.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    body = fmt(cmd, bench_index.machine_info(), ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows, peers)
+    print(body)
+    if wrong:
+        raise SystemExit(f"Archive.search newest-first differs from the LIKE scan for {wrong}")
+    if a.smoke:
+        shutil.rmtree(work)
+        print("smoke ok")
+        return 0
+    results.update_section(a.results, "peers", body)
+    log(f"wrote the peers section of {a.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
