@@ -67,23 +67,35 @@ def test_a_caller_that_stops_early_closes_the_reader_in_its_thread(tmp_path):
 
 def test_ctrl_c_mid_import_keeps_committed_batches_and_a_rerun_adds_the_rest(tmp_path):
     src = _write_chat(str(tmp_path / "chat.jsonl"), 1000)
-    calls = []
-
-    def progress(done, total):
-        calls.append(done)
-        if len(calls) == 2:  # the item #256 mark: batches 1-2 (records 0-199) come before it
-            raise KeyboardInterrupt
-
     with Archive(str(tmp_path / "a.db")) as ar:
+        def count():
+            return ar.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+
+        def progress(done, total):
+            if count() >= 200:
+                raise KeyboardInterrupt
+
         with pytest.raises(KeyboardInterrupt):
             ar.import_source(src, format="openai", batch_size=100, progress=progress)
         assert _readers_alive() == []
-        assert ar.conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 200
+        kept = count()
+        assert 200 <= kept < 1000 and kept % 100 == 0  # whole batches only
         report = ar.import_source(src, format="openai", batch_size=100)
-        assert report.messages == 800 and report.unchanged == 200
+        assert report.messages == 1000 - kept and report.unchanged == kept
         contents = [r[0] for r in ar.conn.execute("SELECT content FROM messages ORDER BY id")]
         assert contents == [f"第{i}条消息 row{i}" for i in range(1000)]
         assert [h.message_id for h in ar.search("消息", limit=3, sort="oldest")] == [1, 2, 3]
+
+
+def test_progress_runs_in_the_calling_thread_and_reaches_the_total(tmp_path):
+    src = _write_chat(str(tmp_path / "chat.jsonl"), 300)
+    seen = []
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(src, format="openai", batch_size=100,
+                         progress=lambda done, total: seen.append((threading.current_thread().name, done, total)))
+    assert {name for name, _, _ in seen} == {threading.current_thread().name}
+    dones = [done for _, done, _ in seen]
+    assert dones == sorted(dones) and dones[-1] == seen[-1][2] > 0
 
 
 def test_a_write_error_stops_the_reader_and_keeps_earlier_batches(tmp_path, monkeypatch):

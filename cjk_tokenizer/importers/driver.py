@@ -247,18 +247,22 @@ def _where(src: Source, line) -> str:
     return f"{src.name}:{line}" if line is not None else src.name
 
 
-def _prefetch(items, depth: int = 2):
-    """Iterate ``items`` in a worker thread, up to ``depth`` items ahead of the caller.
+def _prefetch(items, *, idle=None, every: float = 0.25):
+    """Iterate ``items`` in a worker thread, one item ahead of the caller.
 
     Reading and validating records is Python work that holds the GIL, while
     writing a batch is SQLite work that APSW runs with the GIL released:
-    overlapping the two puts the second core to work on an import.  Order is
+    overlapping the two puts the second core to work on an import.  At most
+    three items exist at once (one with the caller, one handed over, one
+    being made), so memory stays a small multiple of one batch.  Order is
     kept, and an exception raised by ``items`` reaches the caller after
-    everything produced before it.  When the caller stops early (an error
+    everything produced before it.  While the caller waits, ``idle()`` runs
+    in its thread every ``every`` seconds (progress during a long stretch of
+    records that need no writing).  When the caller stops early (an error
     while writing, Ctrl-C) the worker is told to stop, closes ``items`` in
     its own thread and is waited for.
     """
-    handoff: queue.Queue = queue.Queue(maxsize=depth)
+    handoff: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
     end = object()
 
@@ -288,7 +292,12 @@ def _prefetch(items, depth: int = 2):
     worker.start()
     try:
         while True:
-            signal, item = handoff.get()
+            try:
+                signal, item = handoff.get(timeout=every)
+            except queue.Empty:
+                if idle is not None:
+                    idle()
+                continue
             if signal is end:
                 return
             if signal is not None:
@@ -317,30 +326,29 @@ class _Run:
 
         source_id = self.ar._write(register)
         known = dict(conn.execute("SELECT key, digest FROM imported WHERE source_id = ?", (source_id,)))
-        for kind, *data in _prefetch(self._batches(src, known)):
-            if kind == "progress":
-                if self.progress is not None:
-                    self.progress(self.before + data[0], self.total)
-            else:
-                self._flush(source_id, *data)
+        def tick():
+            if self.progress is not None:
+                self.progress(self.before + src.done, self.total)
+
+        tick()
+        for batch, pending in _prefetch(self._batches(src, known), idle=tick):
+            self._flush(source_id, batch, pending)
+            tick()
         self.before += src.size or 0
         self.report.sources += 1
 
     def _batches(self, src: Source, known: dict):
-        """Read and validate ``src``; yield its work in order.
+        """Read and validate ``src``; yield ``(records, sessions)`` batches in order.
 
-        ``("progress", bytes read)`` every 256 items, ``("batch", records,
-        sessions)`` whenever a batch is full, and one last batch (perhaps
-        empty: it still carries the sessions read since the last one).  Runs
-        in _prefetch's thread: it touches no connection, only ``known`` and
-        the report's counters.
+        A batch whenever one is full, and one last batch (perhaps empty: it
+        still carries the sessions read since the last one).  Runs in
+        _prefetch's thread: it touches no connection, only ``known`` and the
+        report's counters.
         """
         pending: dict = {}
         batch: list = []
         size = [0, 0]  # rows, characters in batch
-        for n, item in enumerate(FORMATS[src.fmt].read(src)):
-            if n % 256 == 0:
-                yield "progress", src.done
+        for item in FORMATS[src.fmt].read(src):
             if isinstance(item, Skip):
                 self.report.skipped[item.kind] += 1
                 if item.kind == "bad":
@@ -355,9 +363,9 @@ class _Run:
                 continue
             self._record(src, item, known, batch, size)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
-                yield "batch", batch, pending
+                yield batch, pending
                 pending, batch, size = {}, [], [0, 0]
-        yield "batch", batch, pending
+        yield batch, pending
 
     def _flush(self, source_id: int, batch: list, pending: dict) -> None:
         """Write one batch: its sessions, its messages and their identities, in one transaction."""
