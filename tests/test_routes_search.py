@@ -257,14 +257,16 @@ def test_bad_query_input_is_bounded_and_clear(conn):
 ], ids=["100-and", "100-or", "100-cjk", "99-not", "400-word-phrase", "300-unit-phrase", "4000-char-run",
         "32-deep", "100-mixed-or"])
 def test_queries_at_the_limits_run_on_every_route(conn, query):
-    t0 = time.perf_counter()
+    # CPU seconds of this process (SQLite runs in it): the bound is on the work a query
+    # costs, which other jobs on the machine do not change, unlike wall-clock time
+    t0 = time.process_time()
     for live, route in [(ALL, None), (NO_EXT, None), (frozenset({"unicode61"}), None), (frozenset(), None),
                         (ALL, "cjk"), (ALL, "unicode61"), (ALL, "trigram")]:
         try:
             run_search(conn, query, live_indexes=live, route=route, session_id="a")
         except QueryError:
             assert route in ("unicode61", "trigram")  # cannot express: said clearly
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
 
 
 def test_hit_fields(conn):
