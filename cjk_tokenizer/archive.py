@@ -580,9 +580,7 @@ class Archive:
 
         ``format``: "auto" (detected per file), "openai", "claude-code",
         "codex" or "hermes".  Records already imported from the same source
-        are not added again; see importers/driver.py.  The next batch is read
-        in a worker thread while the last one is written; ``progress(done,
-        total)`` (bytes) is still called in the calling thread.
+        are not added again; see importers/driver.py.
         """
         from .importers import import_source
 

@@ -17,11 +17,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -247,67 +245,6 @@ def _where(src: Source, line) -> str:
     return f"{src.name}:{line}" if line is not None else src.name
 
 
-def _prefetch(items, *, idle=None, every: float = 0.25):
-    """Iterate ``items`` in a worker thread, one item ahead of the caller.
-
-    Reading and validating records is Python work that holds the GIL, while
-    writing a batch is SQLite work that APSW runs with the GIL released:
-    overlapping the two puts the second core to work on an import.  At most
-    three items exist at once (one with the caller, one handed over, one
-    being made), so memory stays a small multiple of one batch.  Order is
-    kept, and an exception raised by ``items`` reaches the caller after
-    everything produced before it.  While the caller waits, ``idle()`` runs
-    in its thread every ``every`` seconds (progress during a long stretch of
-    records that need no writing).  When the caller stops early (an error
-    while writing, Ctrl-C) the worker is told to stop, closes ``items`` in
-    its own thread and is waited for.
-    """
-    handoff: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-    end = object()
-
-    def put(entry) -> bool:
-        while not stop.is_set():
-            try:
-                handoff.put(entry, timeout=0.05)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def work():
-        try:
-            for item in items:
-                if not put((None, item)):
-                    return
-            put((end, None))
-        except BaseException as exc:  # handed to the caller, raised there
-            put((exc, None))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    worker = threading.Thread(target=work, name="cjk_tokenizer import reader", daemon=True)
-    worker.start()
-    try:
-        while True:
-            try:
-                signal, item = handoff.get(timeout=every)
-            except queue.Empty:
-                if idle is not None:
-                    idle()
-                continue
-            if signal is end:
-                return
-            if signal is not None:
-                raise signal
-            yield item
-    finally:
-        stop.set()
-        worker.join()
-
-
 class _Run:
     def __init__(self, archive, report: ImportReport, progress, batch_size: int, total: int):
         self.ar, self.report, self.progress = archive, report, progress
@@ -316,6 +253,7 @@ class _Run:
 
     def source(self, src: Source) -> None:
         conn = self.ar.conn
+        reader = FORMATS[src.fmt]
 
         def register():
             conn.execute("INSERT OR IGNORE INTO import_sources(format, path) VALUES (?, ?)", (src.fmt, src.identity))
@@ -326,29 +264,39 @@ class _Run:
 
         source_id = self.ar._write(register)
         known = dict(conn.execute("SELECT key, digest FROM imported WHERE source_id = ?", (source_id,)))
-        def tick():
-            if self.progress is not None:
-                self.progress(self.before + src.done, self.total)
-
-        tick()
-        for batch, pending in _prefetch(self._batches(src, known), idle=tick):
-            self._flush(source_id, batch, pending)
-            tick()
-        self.before += src.size or 0
-        self.report.sources += 1
-
-    def _batches(self, src: Source, known: dict):
-        """Read and validate ``src``; yield ``(records, sessions)`` batches in order.
-
-        A batch whenever one is full, and one last batch (perhaps empty: it
-        still carries the sessions read since the last one).  Runs in
-        _prefetch's thread: it touches no connection, only ``known`` and the
-        report's counters.
-        """
         pending: dict = {}
         batch: list = []
         size = [0, 0]  # rows, characters in batch
-        for item in FORMATS[src.fmt].read(src):
+
+        def flush():
+            def work():
+                self.report.sessions.update(_upsert_sessions(conn, pending))
+                flat = [row for _, _, rows in batch for row in rows]
+                ids = iter(())
+                if flat:
+                    top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+                    self.ar._stage(flat)
+                    ids = iter([r[0] for r in conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id",
+                                                           (top,))])
+                marks = []
+                for key, digest, rows in batch:
+                    first = None
+                    for _ in rows:
+                        got = next(ids)
+                        first = got if first is None else first
+                    marks.append((source_id, key, digest, first, len(rows)))
+                conn.executemany("INSERT INTO imported(source_id, key, digest, first_id, count) "
+                                 "VALUES (?, ?, ?, ?, ?)", marks)
+                return len(flat)
+
+            self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+            pending.clear()
+            batch.clear()
+            size[:] = [0, 0]
+
+        for n, item in enumerate(reader.read(src)):
+            if n % 256 == 0 and self.progress is not None:
+                self.progress(self.before + src.done, self.total)
             if isinstance(item, Skip):
                 self.report.skipped[item.kind] += 1
                 if item.kind == "bad":
@@ -363,35 +311,10 @@ class _Run:
                 continue
             self._record(src, item, known, batch, size)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
-                yield batch, pending
-                pending, batch, size = {}, [], [0, 0]
-        yield batch, pending
-
-    def _flush(self, source_id: int, batch: list, pending: dict) -> None:
-        """Write one batch: its sessions, its messages and their identities, in one transaction."""
-        conn = self.ar.conn
-
-        def work():
-            self.report.sessions.update(_upsert_sessions(conn, pending))
-            flat = [row for _, _, rows in batch for row in rows]
-            ids = iter(())
-            if flat:
-                top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
-                self.ar._stage(flat)
-                ids = iter([r[0] for r in conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id",
-                                                       (top,))])
-            marks = []
-            for key, digest, rows in batch:
-                first = None
-                for _ in rows:
-                    got = next(ids)
-                    first = got if first is None else first
-                marks.append((source_id, key, digest, first, len(rows)))
-            conn.executemany("INSERT INTO imported(source_id, key, digest, first_id, count) "
-                             "VALUES (?, ?, ?, ?, ?)", marks)
-            return len(flat)
-
-        self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+                flush()
+        flush()
+        self.before += src.size or 0
+        self.report.sources += 1
 
     def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list) -> None:
         digest = _digest(rec.messages)
