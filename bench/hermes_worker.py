@@ -99,7 +99,11 @@ def main(spec_path):
     db = hermes_state.SessionDB(db_path=Path(path))
     n, nbytes, seconds = write_state(db, spec["jsonl"], int(spec["mb"] * 1e6))
     db.close()  # checkpoints the WAL into the file
-    max_id = sqlite3.connect(path).execute("SELECT max(id) FROM messages").fetchone()[0]
+    conn = sqlite3.connect(path)
+    try:
+        max_id = conn.execute("SELECT max(id) FROM messages").fetchone()[0]
+    finally:
+        conn.close()
     log(f"wrote {n:,} messages ({nbytes / 1e6:.1f} MB of text) in {seconds:.1f} s")
     db = hermes_state.SessionDB(db_path=Path(path))
     try:
