@@ -561,8 +561,8 @@ static int firstTextColumn(MatchState *s, int *pRc) {
     if (!z) n = 0;
     while (j < n) {
       unsigned cp;
-      int jNext = cjk_utf8_strict((const unsigned char *)z, n, j, &cp);
-      if (!cjk_snip_is_space(cp)) return i;
+      int jNext = cjk_utf8_step((const unsigned char *)z, n, j, &cp);
+      if (!cjk_space_cp(cp)) return i;
       j = jNext;
     }
   }
@@ -755,7 +755,7 @@ static void hitsToChars(MatchState *s, int *pRc) {
   qsort(s->aQ, (size_t)nQ, sizeof(OffQuery), cmpOffQuery);
   while (b < s->col.n && iq < nQ) {
     unsigned cp;
-    int bNext = cjk_utf8_strict(z, s->col.n, b, &cp);
+    int bNext = cjk_utf8_step(z, s->col.n, b, &cp);
     while (iq < nQ && s->aQ[iq].iByte < bNext) {
       *s->aQ[iq].pOut = (s->aQ[iq].iByte <= b || !s->aQ[iq].bCeil) ? u : u + 1;
       iq++;

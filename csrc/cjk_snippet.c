@@ -202,7 +202,7 @@ static unsigned regionCp(const Snip *p, long long c) {
   return p->aCp[c - p->iFirst];
 }
 
-static int isSpaceAt(const Snip *p, long long c) { return cjk_snip_is_space(regionCp(p, c)); }
+static int isSpaceAt(const Snip *p, long long c) { return cjk_space_cp(regionCp(p, c)); }
 
 /* Would an edge at c cut a word in two? */
 static int cutsWord(const Snip *p, long long c) {
@@ -231,8 +231,8 @@ static void snipMeasure(const unsigned char *z, int n, Snip *p) {
   p->iLastNonSpaceEnd = 0;
   while (b < n) {
     unsigned cp;
-    b = cjk_utf8_strict(z, n, b, &cp);
-    if (!cjk_snip_is_space(cp)) {
+    b = cjk_utf8_step(z, n, b, &cp);
+    if (!cjk_space_cp(cp)) {
       if (p->iFirstNonSpace < 0) p->iFirstNonSpace = u;
       p->iLastNonSpaceEnd = u + 1;
     }
@@ -322,7 +322,7 @@ static void snipDecode(const unsigned char *z, int n, const CjkSnipWork *w, Snip
   if (re < rs) re = rs;
   while (b < n && u < re) {
     unsigned cp;
-    int bNext = cjk_utf8_strict(z, n, b, &cp);
+    int bNext = cjk_utf8_step(z, n, b, &cp);
     if (u >= rs) {
       w->aCp[c] = cp;
       w->aOff[c] = b;

@@ -95,6 +95,22 @@ int cjk_utf8_strict(const unsigned char *z, int n, int i, unsigned *pCp);
 /* White space, as the snippet rule trims it. */
 int cjk_snip_is_space(unsigned cp);
 
+/* The ASCII cases of the two above, inline: the scans over a whole text
+** (measuring it, decoding up to the window, byte -> character offsets) meet
+** mostly ASCII, and a call per character was most of their cost. */
+static inline int cjk_utf8_step(const unsigned char *z, int n, int i, unsigned *pCp) {
+  if (z[i] < 0x80) {
+    *pCp = z[i];
+    return i + 1;
+  }
+  return cjk_utf8_strict(z, n, i, pCp);
+}
+
+static inline int cjk_space_cp(unsigned cp) {
+  if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
+  return cjk_snip_is_space(cp);
+}
+
 /* Non-zero if cp extends the character before it (see the rule above). */
 CJK_API int cjk_is_extender(unsigned cp);
 
