@@ -469,15 +469,16 @@ def _from_aux(aux: dict, cols: dict, columns: tuple):
     window, cut = aux.get("window"), aux.get("cut")
     if column not in where or not _ints(window, 2) or not (isinstance(cut, list) and len(cut) == 2):
         return None
-    text = clean(cols[column] or "")
+    text = cols[column] or ""  # cleaned where shown only: clean() keeps every offset
     start, end = aux.get("start"), aux.get("end")
     first = (start, end) if _ints([start, end], 2) and 0 <= start < end <= len(text) else None
     if not 0 <= window[0] <= window[1] <= len(text):
         return None
     out = render(text, tuple(window), (bool(cut[0]), bool(cut[1])), first)
-    if out.text != clean(aux["snippet"]):  # not the text it was computed from (a concurrent update)
+    shown = clean(out.text)
+    if shown != clean(aux["snippet"]):  # not the text it was computed from (a concurrent update)
         return None
-    return where, column, out.text, out.highlight, out.span
+    return where, column, shown, out.highlight, out.span
 
 
 def _ints(value, n: int) -> bool:

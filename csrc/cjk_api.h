@@ -15,4 +15,12 @@
 #define CJK_API __attribute__((visibility("default")))
 #endif
 
+/* The few helpers the per-character loops call, defined in headers: -Os
+** (the shipped build) would otherwise leave them calls. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CJK_INLINE static inline __attribute__((always_inline))
+#else
+#define CJK_INLINE static inline
+#endif
+
 #endif /* CJK_API_H */

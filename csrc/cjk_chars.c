@@ -15,7 +15,7 @@ static const unsigned char aLeadBits[64] = {
   0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x00, 0x01, 0x02, 0x03, 0x00, 0x01, 0x00, 0x00,
 };
 
-int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp) {
+int cjk_utf8_decode(const unsigned char *z, int n, int i, unsigned *pCp) {
   unsigned c = z[i++];
   int nCont = 0, nWant;
   if (c < 0x80) {
@@ -42,29 +42,6 @@ int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp) {
   }
   *pCp = c;
   return i;
-}
-
-int cjk_utf8_put(unsigned cp, unsigned char *out) {
-  if (cp < 0x80) {
-    out[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (unsigned char)(0xC0 | (cp >> 6));
-    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (unsigned char)(0xE0 | (cp >> 12));
-    out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (unsigned char)(0xF0 | ((cp >> 18) & 0x07));
-  out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (unsigned char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* CJK letters, as sorted inclusive ranges.  This table is the definition the

@@ -16,11 +16,54 @@
 ** a lead byte >= 0xC0 swallows every continuation byte after it.  Returns the
 ** index just past the character.  *pCp gets the code point, or 0xFFFD when the
 ** sequence is malformed (overlong, surrogate, > U+10FFFF, U+FFFE/U+FFFF,
-** stray continuation byte, wrong length).  Never reads z[n] or beyond. */
-int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp);
+** stray continuation byte, wrong length).  Never reads z[n] or beyond.
+** cjk_utf8_decode() is the whole definition; cjk_utf8_next() takes ASCII and
+** a well-formed three-byte character (CJK, kana, Hangul) inline, with the same
+** results, since the tokenizer calls it for every character. */
+int cjk_utf8_decode(const unsigned char *z, int n, int i, unsigned *pCp);
+
+CJK_INLINE int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp) {
+  unsigned c = z[i], cp;
+  if (c < 0x80) {
+    *pCp = c;
+    return i + 1;
+  }
+  /* Lead E1..EF but ED (whose second byte could make a surrogate), exactly
+  ** two continuation bytes: no overlong form, no surrogate, <= U+FFFF. */
+  if (c >= 0xE1 && c != 0xED && c <= 0xEF && i + 2 < n && (z[i + 1] & 0xC0) == 0x80 &&
+      (z[i + 2] & 0xC0) == 0x80 && (i + 3 >= n || (z[i + 3] & 0xC0) != 0x80)) {
+    cp = ((c & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu);
+    if ((cp & 0xFFFEu) != 0xFFFEu) {
+      *pCp = cp;
+      return i + 3;
+    }
+  }
+  return cjk_utf8_decode(z, n, i, pCp);
+}
 
 /* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */
-int cjk_utf8_put(unsigned cp, unsigned char *out);
+CJK_INLINE int cjk_utf8_put(unsigned cp, unsigned char *out) {
+  if (cp < 0x80) {
+    out[0] = (unsigned char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (unsigned char)(0xC0 | (cp >> 6));
+    out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (unsigned char)(0xE0 | (cp >> 12));
+    out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (unsigned char)(0xF0 | ((cp >> 18) & 0x07));
+  out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+  out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+  out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+  return 4;
+}
 
 /* Non-zero if code point cp is a CJK letter, i.e. part of a run the tokenizer
 ** splits into bigrams: Han (URO, Extensions A-I, compatibility ideographs,

@@ -1,0 +1,104 @@
+"""The inline UTF-8 fast paths in csrc give the same answers as the definitions they stand for.
+
+The tokenizer's decoder (``cjk_utf8_next``, csrc/cjk_chars.h) and the snippet
+rule's strict decoder and white-space test (``cjk_utf8_step``/``cjk_space_cp``,
+csrc/cjk_snippet.h) take ASCII and well-formed three-byte characters inline and
+hand everything else to the out-of-line definitions (``cjk_utf8_decode``,
+``cjk_utf8_strict``, ``cjk_snip_is_space``).  A small C program compares each
+pair on every lead byte and second byte, with third and fourth bytes from the
+edges of every UTF-8 byte class, at every input length from 1 to 4; and checks
+that every code point ``cjk_utf8_put`` encodes decodes back to itself.  A
+fast path that read past the input, took an overlong form, a surrogate,
+U+FFFE/U+FFFF or a sequence with a stray continuation byte as well-formed,
+would make the tokenizer or the snippet rule disagree with themselves.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CSRC = os.path.join(ROOT, "csrc")
+
+PROGRAM = r"""
+#include <stdio.h>
+#include "cjk_chars.h"
+#include "cjk_snippet.h"
+
+static const unsigned char aEdge[] = {0x00, 0x41, 0x7F, 0x80, 0x81, 0x8F, 0x90, 0x9F, 0xA0,
+                                      0xBE, 0xBF, 0xC0, 0xC2, 0xE0, 0xED, 0xEF, 0xF4, 0xFF};
+
+int main(void) {
+  long nBad = 0, nChecked = 0;
+  unsigned a, b, cp;
+  int l, s, t, u, n, ia, ib;
+  unsigned char z[4];
+  for (l = 0; l < 256; l++) {
+    for (s = 0; s < 256; s++) {
+      for (t = 0; t < (int)sizeof(aEdge); t++) {
+        for (u = 0; u < (int)sizeof(aEdge); u++) {
+          z[0] = (unsigned char)l;
+          z[1] = (unsigned char)s;
+          z[2] = aEdge[t];
+          z[3] = aEdge[u];
+          for (n = 1; n <= 4; n++) {
+            ia = cjk_utf8_next(z, n, 0, &a);
+            ib = cjk_utf8_decode(z, n, 0, &b);
+            if (ia != ib || a != b) {
+              if (nBad++ < 5) printf("next %02X %02X %02X %02X n=%d: %d %X, decode %d %X\n", z[0], z[1], z[2], z[3], n, ia, a, ib, b);
+            }
+            ia = cjk_utf8_step(z, n, 0, &a);
+            ib = cjk_utf8_strict(z, n, 0, &b);
+            if (ia != ib || a != b) {
+              if (nBad++ < 5) printf("step %02X %02X %02X %02X n=%d: %d %X, strict %d %X\n", z[0], z[1], z[2], z[3], n, ia, a, ib, b);
+            }
+            nChecked += 2;
+          }
+        }
+      }
+    }
+  }
+  for (cp = 0; cp <= CJK_BADCHAR; cp++) {
+    if (cjk_space_cp(cp) != cjk_snip_is_space(cp)) {
+      if (nBad++ < 5) printf("space %X\n", cp);
+    }
+    if (cp < CJK_BADCHAR && (cp < 0xD800 || cp > 0xDFFF)) {
+      unsigned char aOut[4];
+      int nOut = cjk_utf8_put(cp, aOut);
+      ia = cjk_utf8_step(aOut, nOut, 0, &a);
+      if (ia != nOut || a != cp) {
+        if (nBad++ < 5) printf("put %X: step %d %X\n", cp, ia, a);
+      }
+      if ((cp & 0xFFFE) != 0xFFFE) {
+        ia = cjk_utf8_next(aOut, nOut, 0, &a);
+        if (ia != nOut || a != cp) {
+          if (nBad++ < 5) printf("put %X: next %d %X\n", cp, ia, a);
+        }
+      }
+    }
+    nChecked++;
+  }
+  printf("checked %ld, differing %ld\n", nChecked, nBad);
+  return nBad != 0;
+}
+"""
+
+
+def test_fast_paths_agree_with_their_definitions(tmp_path):
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
+            pytest.fail("no C compiler to build the UTF-8 check with (and CJK_REQUIRE_ALL_HOSTS is set)")
+        pytest.skip("no C compiler to build the UTF-8 check with")
+    src, exe = tmp_path / "utf8_check.c", tmp_path / "utf8_check"
+    src.write_text(PROGRAM, encoding="utf-8")
+    sources = [os.path.join(CSRC, f) for f in ("cjk_chars.c", "cjk_snippet.c", "cjk_variants.c")]
+    r = subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", str(src), *sources,
+                        "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"the UTF-8 check does not compile:\n{r.stderr}"
+    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout
+    assert "differing 0" in out.stdout
