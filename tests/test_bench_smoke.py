@@ -120,6 +120,12 @@ def test_bench_peers_smoke_offline(tmp_path):
     for name in ("cjk_unicode61 as the archive creates it (unigrams 1)", "unicode61", "trigram"):
         assert float(sizes[name][4].rstrip("×")) > 0, sizes[name]
     assert sizes["sqlite-cjk-fts (cjk_bigram)"][1] == "not run"
+    # every target has its line, and one character through raw MATCH finds what LIKE finds
+    for target in ("newest first <= 1.5 ms", "raw SQL newest first <= 0.5 ms", "by relevance <= 40 ms",
+                   "needles and 3+ character words <= 0.3 ms", "default archive file <= 2.6×",
+                   "ingest with the default indexes >= 4,000 msg/s", "cjk index build (unigrams included) <= 2×"):
+        assert re.search(re.escape(target) + r".* — (met|\*\*MISSED\*\*)$", out, re.M), target
+    assert re.search(r"finds the rows a LIKE scan finds, for one character: .* — met$", out, re.M)
     recall = _table(out, "| class | term | LIKE rows |")
     assert {r[0] for r in recall} >= {"1 char", "2 chars", "needle (cjk2)"}
     for kind, term, like_rows, ours, cjkfts, hermes in recall:
