@@ -228,6 +228,11 @@ def like_newest(conn, term, max_id=None):
                                        (f"%{term}%",) * len(SEARCHED))]
 
 
+def columns_match(term):
+    """The MATCH string for ``term`` as one phrase in the columns every system searches by default."""
+    return "{" + " ".join(SEARCHED) + "} : \"" + term.replace('"', '""') + '"'
+
+
 def measure_ours(path, terms, runs):
     """Per term: Archive.search both sorts, the raw FTS5 query, the LIKE scan; the LIKE truth (untimed)."""
     out = {}
@@ -250,16 +255,15 @@ def measure_ours(path, terms, runs):
                                           (f"%{term}%",) * len(SEARCHED)).fetchone()[0]
             match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
             t = schema.fts_table("cjk")
-            r["raw_rows"] = match and conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?",
-                                                   (match,)).fetchone()[0]
+            count = f"SELECT count(*) FROM {t} WHERE {t} MATCH ?"
+            r["count all"] = r["raw_rows"] = None
+            if match:
+                # one pass over every matching row: what FTS5's bm25 does first, to weigh each phrase
+                r["count all"], got = cell(lambda: conn.execute(count, (match,)).fetchall(), runs)
+                r["raw_rows"] = got[0][0]
             if len(term) >= 3 and kind != "Latin word":  # the bigrams a longer CJK word is a phrase of
-                r["bigram_rows"] = {term[i:i + 2]: conn.execute(
-                    f"SELECT count(*) FROM {t} WHERE {t} MATCH ?",
-                    ('{' + " ".join(SEARCHED) + '} : "' + term[i:i + 2] + '"',)).fetchone()[0]
-                    for i in range(len(term) - 1)}
-            # one pass over every matching row: what FTS5's bm25 does first, to weigh each phrase
-            r["count all"] = match and cell(lambda: conn.execute(f"SELECT count(*) FROM {t} WHERE {t} MATCH ?",
-                                                                 (match,)).fetchall(), runs)[0]
+                pairs = [term[i:i + 2] for i in range(len(term) - 1)]
+                r["bigram_rows"] = {p: conn.execute(count, (columns_match(p),)).fetchone()[0] for p in pairs}
             out[term] = r
             log(kind, term, f"search newest {ms(r['search newest']['p50'])} ms, LIKE {ms(r['like newest']['p50'])} ms,"
                 f" {r['like_rows']:,} rows")
@@ -274,7 +278,7 @@ def measure_cjkfts(path, lib, terms, runs):
         load_cjkfts(conn, lib)
         t = "fts_cjkfts"
         for kind, term in terms:
-            match = "{" + " ".join(SEARCHED) + "} : \"" + term.replace('"', '""') + '"'
+            match = columns_match(term)
             sql = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY {{}} LIMIT 20"
             r = {}
             r["relevance"], _ = cell(lambda: conn.execute(sql.format("rank"), (match,)).fetchall(), runs)
@@ -624,9 +628,9 @@ def main(argv=None):
     # the corpus by its file name: where it lay on the measuring machine means nothing to a reader
     cmd = "python bench/bench_peers.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
     peers["load_end"] = os.getloadavg()[0]
-    data = {"measured": results.now_stamp(), "cmd": cmd, "info": bench_index.machine_info(), "ours_build": ours_build, "builds": builds,
-            "nbytes": nbytes, "terms": terms, "ours": ours, "cjkfts": cjkfts, "hermes": hermes, "rows": rows,
-            "peers": peers}
+    data = {"measured": results.now_stamp(), "cmd": cmd, "info": bench_index.machine_info(),
+            "ours_build": ours_build, "builds": builds, "nbytes": nbytes, "terms": terms, "ours": ours,
+            "cjkfts": cjkfts, "hermes": hermes, "rows": rows, "peers": peers}
     with open(os.path.join(work, "peers.json"), "w", encoding="utf-8") as f:  # --report renders it again
         json.dump(data, f, ensure_ascii=False)
     body = render(data)
