@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
+import sys
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _c_compiler import compiler, skip_or_fail  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HOST_H = os.path.join(ROOT, "csrc", "cjk_host.h")
@@ -34,12 +37,6 @@ OUR_OWN = {"CjkHost"}  # structs cjk_host.h defines that mirror nothing
 # Where each mirrored struct is declared by SQLite, and the first SQLite to have it.
 REAL_FILE = {"sqlite3_api_routines": "sqlite3ext.h"}
 INTRODUCED = {"fts5_tokenizer_v2": 3047000}
-
-
-def _skip_or_fail(reason):
-    if os.environ.get("CJK_REQUIRE_ALL_HOSTS"):
-        pytest.fail(f"{reason} (and CJK_REQUIRE_ALL_HOSTS is set)")
-    pytest.skip(reason)
 
 
 def _strip_comments(src):
@@ -118,9 +115,7 @@ def _program(includes, plan, slots, constants, real):
 
 
 def _run(tmp_path, name, source, include_dirs):
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
-    if not cc:
-        _skip_or_fail("no C compiler to build the ABI check with")
+    cc = compiler("the ABI check")
     c_file, exe = tmp_path / f"{name}.c", tmp_path / name
     c_file.write_text(source, encoding="utf-8")
     flags = [f"-I{d}" for d in include_dirs]
@@ -146,7 +141,7 @@ def _check(tmp_path, include):
 
 def test_host_declarations_match_the_system_sqlite_headers(tmp_path):
     if not all(os.path.exists(os.path.join(SYSTEM_INCLUDE, f)) for f in ("sqlite3.h", "sqlite3ext.h")):
-        _skip_or_fail("sqlite3.h/sqlite3ext.h are not installed (apt-get install libsqlite3-dev)")
+        skip_or_fail("sqlite3.h/sqlite3ext.h are not installed (apt-get install libsqlite3-dev)")
     _check(tmp_path, SYSTEM_INCLUDE)
 
 
