@@ -575,9 +575,14 @@ def render(data):
 def main(argv=None):
     a = _parser().parse_args(argv)
     if a.report:
-        with open(a.report, encoding="utf-8") as f:
-            data = json.load(f)
-        results.update_section(a.results, "peers", render(data), stamp=data.get("measured"))
+        try:
+            with open(a.report, encoding="utf-8") as f:
+                data = json.load(f)
+            body = render(data)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise SystemExit(f"--report {a.report}: not the peers.json a run of this script wrote "
+                             f"({type(exc).__name__}: {exc})") from None
+        results.update_section(a.results, "peers", body, stamp=data.get("measured"))
         log(f"wrote the peers section of {a.results} from {a.report}")
         return 0
     if not a.jsonl and not a.smoke:
