@@ -7,9 +7,7 @@ caller (the archive knows which are built and current).
 Sorting
 -------
 relevance   bm25 with column weights compiler.BM25_WEIGHTS (content 10,
-            reasoning 2, tool_name 3, tool_calls 3).  An fts plan asks FTS5
-            for ``rank`` order (ties in FTS5's order); a combined plan breaks
-            ties newest first.
+            reasoning 2, tool_name 3, tool_calls 3); ties newest first.
 newest      message id descending, oldest: ascending.  Ids are rowids, which
             grow with every append, so this is arrival order; an fts plan
             walks the FTS index in rowid order and stops after ``limit`` hits
@@ -94,7 +92,7 @@ sql_functions  the Python functions those statements call (above): present
                so only statements that need none run there (with ``.load``
                of the extension when they use the cjk index).
 rank_floor     when relevance is bounded: the id the ranked matches are above
-               (found by one more query just before).
+               (found by a query just before, relevance_scope).
 """
 from __future__ import annotations
 
@@ -352,19 +350,45 @@ class Statement:
 
 
 def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple[str, tuple], aux: bool,
-                   snippet_chars: int, limit: int, offset: int) -> Statement:
-    """The plan's one MATCH, ordered by FTS5 itself, within ``bounds`` (more conditions on the rowid)."""
+                   snippet_chars: int, limit: int, offset: int, few: bool = False) -> Statement:
+    """The plan's one MATCH within ``bounds`` (more conditions on the rowid).
+
+    Newest/oldest: FTS5 walks its index in rowid order and stops after the
+    page, so there is no sorter and ``cjk_match`` (when ``aux``) runs only
+    for the rows returned.  Relevance: a ranking query scores every match by
+    bm25 with our weights, computing nothing else, and SQLite sorts them
+    (ties newest first); ``cjk_match`` then runs on the page's rows alone,
+    met again in one walk of the same MATCH over the page's range of rowids.
+    (FTS5's own ``rank`` order costs more: it scores in a nested statement
+    and counts each phrase's rows over the whole index once more.)  When
+    ``few`` (the MATCH has at most ``limit`` rows, relevance_scope), every
+    match is on the page: one query scores them and builds their snippets.
+    """
     t = table(p.fts_route)
     (bsql, bparams), (fsql, fparams) = bounds, filters
-    rank, rparams = "", ()
-    if sort == "relevance":
-        rank, rparams = f" AND {t}.rank MATCH ?", (f"bm25({_weights()})",)
-    order = {"relevance": f"{t}.rank", "newest": f"{t}.rowid DESC", "oldest": f"{t}.rowid ASC"}[sort]
     call, xparams = _aux_call(snippet_chars) if aux else ("NULL", ())
-    score = f"{t}.rank" if sort == "relevance" else "NULL"
-    sql = (f"SELECT {t}.rowid, {call}, {score} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-           f"WHERE {t} MATCH ?{rank}{bsql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
-    return Statement(sql, (*xparams, p.match, *rparams, *bparams, *fparams, limit, offset))
+    if sort != "relevance":
+        order = f"{t}.rowid DESC" if sort == "newest" else f"{t}.rowid ASC"
+        sql = (f"SELECT {t}.rowid, {call}, NULL FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+               f"WHERE {t} MATCH ?{bsql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
+        return Statement(sql, (*xparams, p.match, *bparams, *fparams, limit, offset))
+    # messages is joined only for the filters: a seek per scored row would
+    # cost as much as the scoring
+    join = f"JOIN {MESSAGES} m ON m.id = {t}.rowid " if fsql else ""
+    scored = f"bm25({t}, {_weights()}) AS score FROM {t} {join}WHERE {t} MATCH ?{bsql}{fsql} ORDER BY score, "
+    rparams = (p.match, *bparams, *fparams, limit, offset)
+    if few or not aux:
+        sql = f"SELECT {t}.rowid AS id, {call}, {scored}id DESC LIMIT ? OFFSET ?"
+        return Statement(sql, (*xparams, *rparams))
+    ranking = f"SELECT {t}.rowid AS id, {scored}id DESC LIMIT ? OFFSET ?"
+    # CROSS JOIN keeps the MATCH outer: one walk of the page's rowid range
+    # (at most the bound's matches when bounded) costs less than a fresh
+    # MATCH per hit
+    sql = (f"WITH top(id, score) AS MATERIALIZED ({ranking}) "
+           f"SELECT top.id, {call}, top.score FROM {t} CROSS JOIN top ON top.id = {t}.rowid "
+           f"WHERE {t} MATCH ? AND {t}.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top) "
+           f"ORDER BY top.score, top.id DESC")
+    return Statement(sql, (*rparams, *xparams, p.match))
 
 
 def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
@@ -393,17 +417,15 @@ def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: t
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
                   snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
-                  floor: int | None = None, bound: int = 0) -> list[Statement]:
+                  floor: int | None = None, bound: int = 0, few: bool = False) -> list[Statement]:
     """The statements that find the plan's hits, best first.
 
     Run in order, their rows concatenated are the hits as ``(message id,
-    cjk_match JSON or NULL, bm25 or NULL)``.  An fts plan lets FTS5 order the
-    rows itself (``rank`` with our bm25 weights, or rowid), so SQLite has no
-    sorter and evaluates the select list only for the rows it returns: that
-    is where ``cjk_match`` runs when ``aux`` is true, at no extra pass over
-    the match.  Ties in bm25 come in FTS5's order.  ``offset`` rows are
+    cjk_match JSON or NULL, bm25 or NULL)``; on an fts plan ``cjk_match``
+    runs (when ``aux`` is true) for the returned rows only (_fts_statement
+    says how).  Ties in bm25 go newest first.  ``offset`` rows are
     skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
-    ``floor`` (``relevance_floor``, which found exactly ``bound`` matches
+    ``floor`` (``relevance_scope``, which found exactly ``bound`` matches
     above it), relevance ranks the matches above it by bm25 and lists the
     others after them, newest first, so paging still reaches every match:
     on an fts plan that is two statements when a page holds some of each.
@@ -422,26 +444,35 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
                                       snippet_chars, limit - ranked, max(0, offset - bound)))
         return out
     return [_fts_statement(p, sort, _after_cursor(sort, last, f"{t}.rowid"), filters, aux, snippet_chars,
-                           limit, offset)]
+                           limit, offset, few)]
 
 
-def relevance_floor(conn, p: Plan, filters: tuple[str, tuple], bound: int | None) -> int | None:
-    """The id above which a relevance search scores, or None to score every match.
+def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None,
+                    few_limit: int = 0) -> tuple[int | None, bool]:
+    """``(floor, few)`` for a relevance search: the id above which it scores
+    (None: every match), and whether the ranking MATCH has at most
+    ``few_limit`` matches (within the filters; asked only when ``few_limit``).
 
-    When the plan's ranking MATCH has more than ``bound`` matches (within the
-    filters), the floor is the id of the next one after its newest ``bound``:
-    bm25 then ranks those newest ``bound`` only, walking the index by rowid
-    to find them instead of scoring every match.
+    When the MATCH has more than ``bound`` matches, the floor is the id of
+    the next one after its newest ``bound``: bm25 then ranks those newest
+    ``bound`` only, walking the index by rowid to find them instead of
+    scoring every match.  Few matches need no floor.
     """
     route, match = (p.fts_route, p.match) if p.kind == "fts" else (p.score_route, p.score_match)
-    if not bound or match is None:
-        return None
+    if match is None:
+        return None, False
     t = table(route)
     fsql, fparams = filters
     join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
-    row = conn.execute(f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{fsql} "
-                       f"ORDER BY {t}.rowid DESC LIMIT 1 OFFSET ?", (match, *fparams, bound)).fetchone()
-    return None if row is None else row[0]
+    rows = f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{fsql}"
+    if few_limit:
+        n = conn.execute(f"SELECT count(*) FROM ({rows} LIMIT ?)", (match, *fparams, few_limit + 1)).fetchone()[0]
+        if n <= few_limit and (not bound or n <= bound):
+            return None, True
+    if not bound:
+        return None, False
+    row = conn.execute(f"{rows} ORDER BY {t}.rowid DESC LIMIT 1 OFFSET ?", (match, *fparams, bound)).fetchone()
+    return (None if row is None else row[0]), False
 
 
 def _parse_aux(raw: dict) -> dict:
@@ -517,7 +548,8 @@ class _Prepared:
     sort: str
     offset: int
     bound: int | None  # relevance_bound, checked
-    floor: int | None  # relevance_floor's answer
+    floor: int | None  # relevance_scope's answers
+    few: bool
     aux: bool  # the statements call cjk_match (the hits' snippets come with them)
     statements: list
 
@@ -536,10 +568,12 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
-    floor = relevance_floor(conn, p, filters, bound) if sort == "relevance" else None
+    floor, few = None, False
+    if sort == "relevance":  # few matches matter only where snippets come from cjk_match
+        floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
-                               offset=offset, last=last, floor=floor, bound=bound or 0)
-    return _Prepared(p, sort, offset, bound, floor, aux, statements)
+                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few)
+    return _Prepared(p, sort, offset, bound, floor, few, aux, statements)
 
 
 def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,

@@ -154,10 +154,45 @@ def test_newest_first_does_not_score_every_match(conn):
             sqls += [] if "LIMIT 1 OFFSET" in sql else [sql]
     assert len(plans) == 2 and len(floors) == 1 and "TEMP B-TREE" not in floors[0]
     assert "TEMP B-TREE" not in plans[0]
-    # Relevance: FTS5 itself orders by rank (bm25 with our weights, which
-    # scores every match), so SQLite has no sorter and computes the snippet
-    # (cjk_match in the select list) only for the rows it returns.
-    assert "rank MATCH" in sqls[1] and "TEMP B-TREE" not in plans[1]
+    # Relevance scores every match: a ranking query computes bm25 alone and
+    # SQLite sorts it; the snippet (cjk_match) is computed outside it, for the
+    # page's rows only, in a walk of the MATCH over their rowid range.
+    rel = sqls[1]
+    ranking, outer = rel.split(") SELECT top.id", 1)
+    assert "bm25(" in ranking and "cjk_match" not in ranking and ranking.endswith("LIMIT ? OFFSET ?")
+    assert "cjk_match(" in outer and "BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)" in outer
+    assert "MATERIALIZE top" in plans[1] and "TEMP B-TREE" in plans[1]
+
+
+def test_relevance_hits_are_the_same_whether_the_page_holds_every_match_or_not(conn):
+    """A MATCH with at most ``limit`` rows is scored and snippeted in one query;
+    with more, the page's snippets come after the ranking.  Same hits either way."""
+    for q in ("部署", "zebraword", "大别山 OR 部署"):
+        seen = []
+        conn.exec_trace = lambda cursor, sql, bindings: seen.append(sql) or True
+        try:
+            whole = search(conn, q, include_reasoning=True)
+        finally:
+            conn.exec_trace = None
+        assert len(whole) >= 2 and not any("top(id, score)" in sql for sql in seen)
+        paged = [h for i in range(len(whole)) for h in search(conn, q, include_reasoning=True, limit=1, offset=i)]
+        assert [(h.message_id, h.snippet, h.highlight, h.span, h.matched_in, h.score) for h in paged] == \
+            [(h.message_id, h.snippet, h.highlight, h.span, h.matched_in, h.score) for h in whole]
+
+
+@pytest.mark.parametrize("live", [ALL, NO_EXT, frozenset()])
+def test_equal_scores_rank_newest_first_on_every_route(live):
+    """Ties in bm25 have one order whatever the route, so paging is stable."""
+    same = "部署 rollout 部署"
+    c = corpus.build([dict(id=i, session_id="t", role="user", timestamp=1000.0 + i, content=same, reasoning=None,
+                           tool_name=None, tool_calls=None) for i in range(1, 6)])
+    try:
+        for q in ("部署", "rollout"):
+            hits = run_search(c, q, live_indexes=live)
+            assert ids(hits) == [5, 4, 3, 2, 1], (q, [h.route for h in hits])
+            assert ids(run_search(c, q, live_indexes=live, limit=2, offset=2)) == [3, 2]
+    finally:
+        c.close()
 
 
 def test_pure_negation_lists_everything_else_newest_first(conn):
