@@ -2,11 +2,13 @@
 ** cjk_snippet.c — the one snippet rule (stated in cjk_snippet.h).
 **
 ** Phases of cjk_snip_choose(), each a small function:
-**   snipMeasure   characters in the text, first and last non-space
+**   snipLead      the first non-space character
 **   snipMerge     matches sorted, merged into highlights
 **   snipFocus     the W-wide stretch with the most phrases and matches
-**   snipDecode    the characters around the focus (only those: memory stays
-**                 proportional to the budget, not to the text)
+**   snipScan      the characters around the focus (only those: memory stays
+**                 proportional to the budget, not to the text), and what the
+**                 edges need to know of the rest (the text is read up to a
+**                 little past the focus, not to its end)
 **   snipStart, snipEnd, snipGiveBack, snipClusters   the window's edges
 **
 ** Invariants: no allocation here (the caller provides CjkSnipWork); nothing
@@ -191,8 +193,14 @@ int cjk_is_extender(unsigned cp) {
 typedef struct Snip {
   const unsigned *aCp;
   int iFirst, iEnd;
-  int nChar;                           /* characters in the whole text */
-  int iFirstNonSpace, iLastNonSpaceEnd; /* nChar, 0 for an all-space text */
+  /* The text is read only as far as the phases need (snipLead, snipScan).
+  ** iFirstNonSpace is exact (nChar for an all-space text).  nChar and
+  ** iLastNonSpaceEnd (0 for an all-space text) are exact when the text ends
+  ** within what was read; otherwise they are lower bounds above every
+  ** position the phases compare them with, so each comparison comes out as
+  ** it would with the exact values. */
+  int nChar;
+  int iFirstNonSpace, iLastNonSpaceEnd;
   long long W;                         /* budget */
   long long first, lastEnd;            /* the focus: [first, lastEnd), lastEnd <= first + W */
 } Snip;
@@ -225,21 +233,20 @@ static int insideCluster(const Snip *p, long long c) {
   return cjk_is_extender(regionCp(p, c)) || regionCp(p, c - 1) == 0x200D;
 }
 
-static void snipMeasure(const unsigned char *z, int n, Snip *p) {
+/* iFirstNonSpace, reading the text up to it (the focus of a text without
+** matches starts there).  An all-space text is read whole. */
+static void snipLead(const unsigned char *z, int n, Snip *p) {
   int b = 0, u = 0;
-  p->iFirstNonSpace = -1;
-  p->iLastNonSpaceEnd = 0;
   while (b < n) {
     unsigned cp;
-    b = cjk_utf8_step(z, n, b, &cp);
-    if (!cjk_space_cp(cp)) {
-      if (p->iFirstNonSpace < 0) p->iFirstNonSpace = u;
-      p->iLastNonSpaceEnd = u + 1;
-    }
+    int bNext = cjk_utf8_step(z, n, b, &cp);
+    if (!cjk_space_cp(cp)) break;
+    b = bNext;
     u++;
   }
+  p->iFirstNonSpace = u;
   p->nChar = u;
-  if (p->iFirstNonSpace < 0) p->iFirstNonSpace = u;
+  p->iLastNonSpaceEnd = 0;
 }
 
 static int cmpHit(const void *a, const void *b) {
@@ -310,31 +317,45 @@ int cjk_snip_region_size(long long nMax, int nChar) {
   return r > (long long)nChar ? nChar : (int)r;
 }
 
-/* Decode characters [first - W - 1, first + W + 2) into aCp/aOff: every edge
-** phase looks only there (an edge is within W of the focus, and looks one
-** character beyond it). */
-static void snipDecode(const unsigned char *z, int n, const CjkSnipWork *w, Snip *p) {
-  long long rs = p->first - p->W - 1, re = p->first + p->W + 2;
-  int u = 0, b = 0, c = 0;
+/* Decode characters [first - W - 1, first + W + 2) into aCp/aOff (every
+** edge phase looks only there: an edge is within W of the focus, and looks
+** one character beyond it), and measure the text on the way.  Past the
+** region the scan goes on only to a non-space character beyond "need": the
+** region's end, iFirstNonSpace + W (whether the trimmed text fits in W) and
+** the most room a region takes (2W + 3, the work-space check).  When the
+** text goes on after it, nChar and iLastNonSpaceEnd are lower bounds beyond
+** all three, which is all the phases ask of them; a long text is not read
+** to its end. */
+static void snipScan(const unsigned char *z, int n, const CjkSnipWork *w, Snip *p) {
+  long long rs = p->first - p->W - 1, re = p->first + p->W + 2, need = 2 * p->W + 3;
+  int u = 0, b = 0, c = 0, bEnd = -1, last = 0;
   if (rs < 0) rs = 0;
-  if (re > p->nChar) re = p->nChar;
   if (re - rs > w->nRegionAlloc) re = rs + w->nRegionAlloc; /* never: the caller sized it */
   if (re < rs) re = rs;
-  while (b < n && u < re) {
+  if (need < re) need = re;
+  if (need < p->iFirstNonSpace + p->W) need = p->iFirstNonSpace + p->W;
+  while (b < n) {
     unsigned cp;
     int bNext = cjk_utf8_step(z, n, b, &cp);
-    if (u >= rs) {
+    if (u == re) bEnd = b;
+    if (u >= rs && u < re) {
       w->aCp[c] = cp;
       w->aOff[c] = b;
       c++;
     }
-    u++;
     b = bNext;
+    u++;
+    if (!cjk_space_cp(cp)) {
+      last = u;
+      if (u > need) break;
+    }
   }
-  w->aOff[c] = b;
+  w->aOff[c] = bEnd < 0 ? b : bEnd;
   p->aCp = w->aCp;
   p->iFirst = (int)rs;
   p->iEnd = (int)rs + c;
+  p->nChar = b < n ? u + 1 : u;
+  p->iLastNonSpaceEnd = last;
 }
 
 /* The start: the whole text's start when it fits, else the sentence start
@@ -446,35 +467,41 @@ static void snipClusters(const Snip *p, long long *pWs, long long *pWe) {
   *pWe = we;
 }
 
+/* The window's edges, from the focus and the decoded region. */
+static void snipEdges(const Snip *p, const CjkSnipWork *w, CjkSnipWindow *pOut) {
+  long long ws, we;
+  int r;
+  ws = snipStart(p);
+  we = snipEnd(p, ws);
+  ws = snipGiveBack(p, ws, we);
+  snipClusters(p, &ws, &we);
+  if (ws < p->iFirst) ws = p->iFirst;
+  if (we > p->iEnd) we = p->iEnd;
+  if (we < ws) we = ws;
+  pOut->iStart = (int)ws;
+  pOut->iEnd = (int)we;
+  pOut->bCutBefore = ws > p->iFirstNonSpace;
+  pOut->bCutAfter = we < p->iLastNonSpaceEnd;
+  pOut->iRegion = p->iFirst;
+  for (r = 0; r < w->nRange && w->aRange[r].iEnd <= ws; r++) {
+  }
+  pOut->iFirstShown = (r < w->nRange && w->aRange[r].iStart < we) ? r : -1;
+}
+
 int cjk_snip_choose(const unsigned char *z, int n, long long nMax, CjkSnipWork *w, CjkSnipWindow *pOut) {
   Snip s;
-  long long ws, we;
-  int i, r;
+  int i;
   memset(&s, 0, sizeof(s));
   s.W = nMax < 1 ? 1 : nMax;
   for (i = 0; i < w->nHit; i++) {
     if (w->aHit[i].iPhrase < 0 || w->aHit[i].iPhrase >= w->nPhrase) return 1;
   }
-  snipMeasure(z, n, &s);
-  if (cjk_snip_region_size(s.W, s.nChar) > w->nRegionAlloc) return 1;
+  snipLead(z, n, &s);
   snipMerge(w);
   snipFocus(w, &s);
-  snipDecode(z, n, w, &s);
-  ws = snipStart(&s);
-  we = snipEnd(&s, ws);
-  ws = snipGiveBack(&s, ws, we);
-  snipClusters(&s, &ws, &we);
-  if (ws < s.iFirst) ws = s.iFirst;
-  if (we > s.iEnd) we = s.iEnd;
-  if (we < ws) we = ws;
-  pOut->iStart = (int)ws;
-  pOut->iEnd = (int)we;
-  pOut->bCutBefore = ws > s.iFirstNonSpace;
-  pOut->bCutAfter = we < s.iLastNonSpaceEnd;
-  pOut->iRegion = s.iFirst;
-  for (r = 0; r < w->nRange && w->aRange[r].iEnd <= ws; r++) {
-  }
-  pOut->iFirstShown = (r < w->nRange && w->aRange[r].iStart < we) ? r : -1;
+  snipScan(z, n, w, &s);
+  if (cjk_snip_region_size(s.W, s.nChar) > w->nRegionAlloc) return 1;
+  snipEdges(&s, w, pOut);
   return 0;
 }
 
