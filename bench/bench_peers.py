@@ -458,7 +458,8 @@ def fmt_targets(b, builds, terms, ours):
             rate = sorted(d / o2["hit_chars"] * 1000 for d, o2 in per_hit if d > 0) or [0]  # s per 1,000 chars
             L.append(f"  - Why: its raw MATCH takes {ms((o['raw newest'] or {'p95': 0})['p95'])} ms; the rest builds "
                      f"the 20 hits with snippets, reading {o['hit_chars']:,} characters of their text (`cjk_match` "
-                     "re-tokenizes each hit up to its last match and measures the text for the snippet rule). Over "
+                     "re-tokenizes each hit up to its last match, to place every match, and reads it up to a "
+                     "little past the snippet). Over "
                      f"every term, hits and snippets cost {ms(rate[len(rate) // 2])} ms per 1,000 characters "
                      "of hit text (median), so the target holds where the newest 20 hits are short.")
     w = worst("raw newest")
