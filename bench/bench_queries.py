@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import resource
 import statistics
@@ -42,9 +41,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-import apsw  # noqa: E402
-
-import cjk_tokenizer  # noqa: E402
 from cjk_tokenizer import Archive, schema  # noqa: E402
 from cjk_tokenizer.errors import QueryError  # noqa: E402
 

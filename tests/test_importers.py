@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from cjk_tokenizer.archive import Archive
-from cjk_tokenizer.importers import ImportFileError, epoch
+from cjk_tokenizer.importers import epoch
 
 sys.path.insert(0, os.path.dirname(__file__))
 import _history_fixtures as fx  # noqa: E402
