@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -57,3 +58,11 @@ def run_tool(script: str, args, cwd) -> subprocess.CompletedProcess:
 
 def notice_lines(stderr: str, tool: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith(NOTICE.format(tool=tool))]
+
+
+def names_this_python(line: str) -> bool:
+    """Does the notice name the interpreter running the tool, this one?  The
+    tool's script may start it through another link to the same file (pip
+    writes the path it was run as: bin/python, bin/python3 ...)."""
+    m = re.search(r"sqlite3 module \((.+?), Python ", line)
+    return m is not None and os.path.realpath(m.group(1)) == os.path.realpath(sys.executable)
