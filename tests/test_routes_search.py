@@ -175,7 +175,13 @@ def test_relevance_hits_are_the_same_whether_the_page_holds_every_match_or_not(c
         finally:
             conn.exec_trace = None
         assert len(whole) >= 2 and not any("top(id, score)" in sql for sql in seen)
-        paged = [h for i in range(len(whole)) for h in search(conn, q, include_reasoning=True, limit=1, offset=i)]
+        conn.exec_trace = lambda cursor, sql, bindings: seen.append(sql) or True
+        try:
+            paged = [h for i in range(len(whole)) for h in search(conn, q, include_reasoning=True, limit=1,
+                                                                   offset=i)]
+        finally:
+            conn.exec_trace = None
+        assert any("top(id, score)" in sql for sql in seen)
         assert [(h.message_id, h.snippet, h.highlight, h.span, h.matched_in, h.score) for h in paged] == \
             [(h.message_id, h.snippet, h.highlight, h.span, h.matched_in, h.score) for h in whole]
 
