@@ -176,6 +176,9 @@ def _cmd_rebuild(args) -> int:
             done = ar.indexes.catch_up(progress, route=args.route)
         if last:
             bar.finish(last[0].done, last[0].done + last[0].behind, "done" if done else "stopped")
+        if args.optimize:
+            for route, what in ar.indexes.optimize(args.route).items():
+                print(f"{route}: {'merged into one segment' if what == 'merged' else what}")
         for route, st in ar.indexes.status().items():
             print(f"{route}: {st['status']}{'' if st['served'] else ' (not served here)'}, {st['behind']:,} behind")
     return 0
@@ -347,6 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("db")
     p.add_argument("--route", choices=FTS_ROUTES)
     p.add_argument("--full", action="store_true", help="rebuild from scratch instead of catching up")
+    p.add_argument("--optimize", action="store_true",
+                   help="then merge each live index into one segment (faster lookups after a large import)")
     p.set_defaults(func=_cmd_rebuild)
 
     p = sub.add_parser("mcp", help="serve DB's session_search tool to MCP clients on stdin/stdout (read-only; "
