@@ -582,9 +582,9 @@ class Indexes:
         descents where one would do.  Worth running after a large import: the
         rare words and needles of a search, whose cost is their lookups, get
         faster; frequent words, whose cost is their rows, do not.  A
-        maintenance call: it holds the write lock while it rewrites the index
-        (about as long as reading it), and the file grows by up to the
-        index's size meanwhile.  Appends start new segments again.
+        maintenance call: it holds the write lock while it rewrites the index,
+        and the write-ahead log grows by up to the index's size until the next
+        checkpoint.  Appends start new segments again.
 
         Returns 'merged' or 'skipped: …' per index.  An index that is not
         live is skipped (catch_up() first); a read-only archive is an error.
