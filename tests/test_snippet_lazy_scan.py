@@ -18,14 +18,10 @@ cjk_match does (by bytes), and too small (the chooser's error).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _c_compiler import compiler  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CSRC = os.path.join(ROOT, "csrc")
+from _c_compiler import check_program  # noqa: E402
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -165,13 +161,6 @@ int main(int argc, char **argv) {
 
 
 def test_the_window_is_the_one_a_whole_text_measure_gives(tmp_path):
-    cc = compiler("the snippet scan check")
-    src, exe = tmp_path / "snippet_scan_check.c", tmp_path / "snippet_scan_check"
-    src.write_text(PROGRAM, encoding="utf-8")
-    sources = [os.path.join(CSRC, f) for f in ("cjk_chars.c", "cjk_variants.c")]
-    r = subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", str(src), *sources,
-                        "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"the snippet scan check does not compile:\n{r.stderr}"
-    out = subprocess.run([str(exe), "200000"], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout
-    assert "differing 0" in out.stdout
+    out = check_program(tmp_path, "snippet_scan_check", "the snippet scan check", PROGRAM,
+                        ("cjk_chars.c", "cjk_variants.c"), "200000")
+    assert "differing 0" in out

@@ -15,14 +15,10 @@ would make the tokenizer or the snippet rule disagree with themselves.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _c_compiler import compiler  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CSRC = os.path.join(ROOT, "csrc")
+from _c_compiler import check_program  # noqa: E402
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -89,13 +85,6 @@ int main(void) {
 
 
 def test_fast_paths_agree_with_their_definitions(tmp_path):
-    cc = compiler("the UTF-8 check")
-    src, exe = tmp_path / "utf8_check.c", tmp_path / "utf8_check"
-    src.write_text(PROGRAM, encoding="utf-8")
-    sources = [os.path.join(CSRC, f) for f in ("cjk_chars.c", "cjk_snippet.c", "cjk_variants.c")]
-    r = subprocess.run([cc, "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", str(src), *sources,
-                        "-o", str(exe)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, f"the UTF-8 check does not compile:\n{r.stderr}"
-    out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stdout
-    assert "differing 0" in out.stdout
+    out = check_program(tmp_path, "utf8_check", "the UTF-8 check", PROGRAM,
+                        ("cjk_chars.c", "cjk_snippet.c", "cjk_variants.c"))
+    assert "differing 0" in out
