@@ -234,7 +234,7 @@ static int insideCluster(const Snip *p, long long c) {
 }
 
 /* iFirstNonSpace, reading the text up to it (the focus of a text without
-** matches starts there).  An all-space text is read whole. */
+** matches starts there); snipScan measures the rest. */
 static void snipLead(const unsigned char *z, int n, Snip *p) {
   int b = 0, u = 0;
   while (b < n) {
@@ -245,8 +245,6 @@ static void snipLead(const unsigned char *z, int n, Snip *p) {
     u++;
   }
   p->iFirstNonSpace = u;
-  p->nChar = u;
-  p->iLastNonSpaceEnd = 0;
 }
 
 static int cmpHit(const void *a, const void *b) {
