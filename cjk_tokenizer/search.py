@@ -548,8 +548,7 @@ class _Prepared:
     sort: str
     offset: int
     bound: int | None  # relevance_bound, checked
-    floor: int | None  # relevance_scope's answers
-    few: bool
+    floor: int | None  # relevance_scope's floor
     aux: bool  # the statements call cjk_match (the hits' snippets come with them)
     statements: list
 
@@ -573,7 +572,7 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
                                offset=offset, last=last, floor=floor, bound=bound or 0, few=few)
-    return _Prepared(p, sort, offset, bound, floor, few, aux, statements)
+    return _Prepared(p, sort, offset, bound, floor, aux, statements)
 
 
 def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
