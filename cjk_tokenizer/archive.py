@@ -575,24 +575,30 @@ class Archive:
     # ------------------------------------------------------------------ import / export (importers/, export.py)
 
     def import_source(self, path: str | os.PathLike | Iterable[str | os.PathLike], format: str = "auto", *,
-                      progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
+                      progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000,
+                      optimize: bool | None = None) -> ImportReport:
         """Import a file, a folder, ``"-"`` (stdin) or a list of them; returns an ImportReport.
 
         ``format``: "auto" (detected per file), "openai", "claude-code",
         "codex" or "hermes".  Records already imported from the same source
         are not added again; see importers/driver.py.
+        ``optimize``: by default an import that at least doubles the archive
+        ends with ``indexes.optimize()`` (the report's ``optimized`` says
+        so); True merges after any import, False never.
         """
         from .importers import import_source
 
         with self._lock:
-            return import_source(self, path, format, progress=progress, batch_size=batch_size)
+            return import_source(self, path, format, progress=progress, batch_size=batch_size, optimize=optimize)
 
-    def sync(self, *, progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000) -> ImportReport:
-        """Import again every path this archive was given; returns an ImportReport."""
+    def sync(self, *, progress: Callable[[int, int], Any] | None = None, batch_size: int = 2000,
+             optimize: bool | None = None) -> ImportReport:
+        """Import again every path this archive was given; returns an ImportReport (``optimize`` as in
+        import_source)."""
         from .importers import sync
 
         with self._lock:
-            return sync(self, progress=progress, batch_size=batch_size)
+            return sync(self, progress=progress, batch_size=batch_size, optimize=optimize)
 
     def export(self, out: IO[str], *, session_id: str | None = None, format: str = "jsonl") -> int:
         """Write all sessions (or ``session_id``) to a text stream as JSONL or Markdown (export.py)."""

@@ -108,6 +108,8 @@ def _print_import(report, db) -> int:
     for line in report.problems():
         print(f"cjk-tokenizer: {line}", file=sys.stderr)
     print(f"{report.summary()} into {db}")
+    if report.merged():
+        print(report.merged())
     return 1 if report.bad else 0
 
 
@@ -131,7 +133,8 @@ def _cmd_import(args) -> int:
     bar, progress = _import_progress()
     with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
                        fold_variants=True if args.fold_variants else None) as ar:
-        report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size)
+        report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size,
+                            optimize=False if args.no_optimize else None)
         bar.finish(*bar.last, "bytes read")
         return _print_import(report, args.db)
 
@@ -141,7 +144,7 @@ def _cmd_sync(args) -> int:
 
     bar, progress = _import_progress()
     with _open_archive(args.db, extension=not args.no_extension) as ar:
-        report = sync(ar, progress=progress, batch_size=args.batch_size)
+        report = sync(ar, progress=progress, batch_size=args.batch_size, optimize=False if args.no_optimize else None)
         bar.finish(*bar.last, "bytes read")
         return _print_import(report, args.db)
 
@@ -326,12 +329,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
     p.add_argument("--fold-variants", action="store_true",
                    help="create DB folding Traditional/Simplified Han variants (項目 = 项目); fixed at creation")
+    p.add_argument("--no-optimize", action="store_true",
+                   help="do not merge the indexes at the end (by default an import that at least doubles DB does)")
     p.set_defaults(func=_cmd_import)
 
     p = sub.add_parser("sync", help="import again every source DB was ever given (only what is new is added)")
     p.add_argument("db")
     p.add_argument("--batch-size", type=int, default=2000)
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
+    p.add_argument("--no-optimize", action="store_true",
+                   help="do not merge the indexes at the end (by default an import that at least doubles DB does)")
     p.set_defaults(func=_cmd_sync)
 
     p = sub.add_parser("export", help="write DB's sessions as JSONL (imports back) or Markdown (to read)")

@@ -394,6 +394,35 @@ def integrity_check(conn, route: str, status: str) -> str:
     return "ok"
 
 
+def fts_segments(conn, table: str) -> int | None:
+    """Segments in the FTS5 index ``table``, read from its structure record, or None if unreadable.
+
+    The record is row 10 of ``<table>_data``: a 4-byte cookie, from SQLite 3.45
+    a 4-byte marker ff 00 00 01, then varints nLevel and nSegment (FTS5's
+    fts5_index.c describes it).  Each segment costs a query term one lookup."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    block = row[0] if row else None
+    if not isinstance(block, bytes) or len(block) < 6:
+        return None
+    i = 8 if block[4:8] == b"\xff\x00\x00\x01" else 4
+    values = []
+    while len(values) < 2:  # nLevel, nSegment: SQLite's big-endian varints, 7 bits a byte, at most 9 bytes
+        v = 0
+        for k in range(9):
+            if i >= len(block):
+                return None
+            c = block[i]
+            i += 1
+            if k == 8:
+                v = (v << 8) | c
+                break
+            v = (v << 7) | (c & 0x7F)
+            if not c & 0x80:
+                break
+        values.append(v)
+    return values[1]
+
+
 def index_sizes(conn) -> dict[str, int]:
     """Bytes each existing index occupies on disk (its FTS5 shadow tables)."""
     out = {}
@@ -633,6 +662,13 @@ class Indexes:
             except apsw.Error as exc:
                 out["database"] = f"{type(exc).__name__}: {exc}"
         return out
+
+    def segments(self) -> dict[str, int | None]:
+        """Segments per existing index: FTS5 looks every query term up in each (optimize() makes it 1)."""
+        with self._ar._lock:
+            conn = self._ar.conn
+            return {route: fts_segments(conn, fts_table(route)) for route in states(conn)
+                    if _table_exists(conn, f"{fts_table(route)}_data")}
 
     def sizes(self) -> dict[str, int]:
         """Bytes on disk per existing index (FTS5 shadow tables), plus 'text': bytes of indexed text."""

@@ -10,34 +10,14 @@ import sys
 import pytest
 
 from cjk_tokenizer.archive import Archive, ArchiveError
-from cjk_tokenizer.schema import fts_table
 
 TEXTS = ["部署失败了，请检查日志。deploy failed", "大别山项目管理系统", "修改youer服务 rollout", "黄山旅游攻略 travel",
          "请修改部署脚本 script", "日志里有错误 error in logs"]
 QUERIES = ["部署", "日志", "deploy", "项目", "修改youer", "error", "旅"]
 
 
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    v = 0
-    for k in range(9):
-        c = b[i]
-        i += 1
-        if k == 8:
-            return (v << 8) | c, i
-        v = (v << 7) | (c & 0x7F)
-        if not c & 0x80:
-            return v, i
-    return v, i
-
-
 def segments(ar: Archive, route: str) -> int:
-    """Segments in an FTS5 index, from its structure record (rowid 10 of %_data:
-    a 4-byte cookie, an optional 4-byte version marker, then nLevel and nSegment)."""
-    t = fts_table(route)
-    block = ar.conn.execute(f"SELECT block FROM {t}_data WHERE id = 10").fetchone()[0]
-    i = 8 if block[4:8] == b"\xff\x00\x00\x01" else 4
-    _, i = _varint(block, i)
-    return _varint(block, i)[0]
+    return ar.indexes.segments()[route]
 
 
 def _results(ar: Archive) -> list:
@@ -87,3 +67,60 @@ def test_cli_rebuild_optimize(path):
         hits = json.loads(subprocess.run([sys.executable, "-m", "cjk_tokenizer", "search", path, "部署", "--json"],
                                          capture_output=True, text=True, timeout=300, check=True).stdout)
         assert {h["message_id"] for h in hits} == {h.message_id for h in ar.search("部署", limit=50)}
+
+
+def _history(tmp_path, name: str, n: int, start: int = 0) -> str:
+    """An OpenAI-style JSONL history of ``n`` messages in sessions of four."""
+    p = tmp_path / name
+    with open(p, "w", encoding="utf-8") as f:
+        for i in range(start, start + n):
+            f.write(json.dumps({"session_id": f"h{i // 4}", "role": "user" if i % 2 else "assistant",
+                                "content": f"{TEXTS[i % len(TEXTS)]} 第{i}条", "timestamp": 1.7e9 + i},
+                               ensure_ascii=False) + "\n")
+    return str(p)
+
+
+def test_an_import_that_doubles_the_archive_ends_merged_and_a_small_one_does_not(tmp_path):
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar:
+        assert ar.indexes.segments() == {"cjk": 0, "unicode61": 0}
+        # one transaction per 3 messages: many segments, unless the import merges them
+        first = ar.import_source(_history(tmp_path, "one.jsonl", 60), format="openai", batch_size=3)
+        assert first.optimized == {"cjk": "merged", "unicode61": "merged"}
+        assert first.merged() == "merged the cjk, unicode61 indexes into one segment"
+        assert [segments(ar, r) for r in ("cjk", "unicode61")] == [1, 1]
+        merged = _results(ar)
+        small = ar.import_source(_history(tmp_path, "two.jsonl", 30, start=60), format="openai", batch_size=3)
+        assert small.messages == 30 and small.optimized == {} and small.merged() == ""
+        assert segments(ar, "cjk") > 1
+        assert [h.message_id for h in ar.search("第75条")] == [76]  # the small import is searchable as it is
+        assert all(v == "ok" for v in ar.indexes.integrity_check().values())
+        forced = ar.import_source(_history(tmp_path, "three.jsonl", 3, start=90), format="openai", optimize=True)
+        assert forced.optimized == {"cjk": "merged", "unicode61": "merged"} and segments(ar, "cjk") == 1
+        with pytest.raises(ValueError, match="optimize must be True, False or None"):
+            ar.import_source(_history(tmp_path, "four.jsonl", 3, start=93), format="openai", optimize="yes")
+    with Archive(str(tmp_path / "b.db")) as ar:
+        report = ar.import_source(_history(tmp_path, "one.jsonl", 60), format="openai", batch_size=3, optimize=False)
+        assert report.optimized == {} and segments(ar, "cjk") > 1
+        assert _results(ar) == merged  # the merge changes no hit, snippet or score
+
+
+def test_import_report_repr_does_not_list_every_session(tmp_path):
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(_history(tmp_path, "one.jsonl", 400), format="openai")
+    assert len(report.sessions) == 100
+    assert "h57" not in repr(report) and "messages=400" in repr(report)
+
+
+def test_cli_import_merges_unless_told_not_to(tmp_path):
+    src = _history(tmp_path, "one.jsonl", 60)
+    for db, extra, merged in (("a.db", [], True), ("b.db", ["--no-optimize"], False)):
+        proc = subprocess.run([sys.executable, "-m", "cjk_tokenizer", "import", str(tmp_path / db), src,
+                               "--batch-size", "3", *extra], capture_output=True, text=True, timeout=300,
+                              cwd=str(tmp_path))
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stdout.splitlines()
+        assert lines[0].startswith("imported 60 messages in 15 sessions from 1 source into"), lines
+        assert lines[1:] == (["merged the cjk, unicode61 indexes into one segment"] if merged else []), lines
+        with Archive(str(tmp_path / db)) as ar:
+            assert (segments(ar, "cjk") == 1) == merged

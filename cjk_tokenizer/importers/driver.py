@@ -11,6 +11,15 @@
   with its 1-based line, never half-imported) and writes batches of records,
   their sessions and their identities in one transaction each.
 * ``sync`` plans again every root the archive recorded and runs it.
+
+An import that at least doubles the archive (it adds as many messages as the
+archive's highest message id before it) ends by merging each live index into
+one segment (``Indexes.optimize``): a bulk import leaves an index as a stack of
+segments, and every lookup pays one descent per segment.  The merge rewrites
+the index, so it runs only when the import has at least rewritten that much
+already: over an archive's life the merges write at most about twice its final
+index, whatever the import sizes.  Small imports into a big archive leave the
+merging to FTS5's automerge.  ``optimize=True`` / ``False`` overrides the rule.
 """
 from __future__ import annotations
 
@@ -54,11 +63,12 @@ class ImportReport:
     sources: int = 0
     messages: int = 0
     unchanged: int = 0
-    sessions: set = field(default_factory=set)
+    sessions: set = field(default_factory=set, repr=False)  # one id per session: thousands
     skipped: Counter = field(default_factory=Counter)
     bad: list = field(default_factory=list)
     changed: list = field(default_factory=list)
     missing: list = field(default_factory=list)
+    optimized: dict = field(default_factory=dict)  # Indexes.optimize's result, when the import ended with it
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
@@ -73,6 +83,13 @@ class ImportReport:
         if self.missing:
             parts.append(f"{len(self.missing):,} sources gone")
         return "; ".join(parts)
+
+    def merged(self) -> str:
+        """"merged the cjk, unicode61 indexes into one segment" when the import ended so, else ""."""
+        merged = [r for r, what in self.optimized.items() if what == "merged"]
+        if not merged:
+            return ""
+        return f"merged the {', '.join(merged)} {'index' if len(merged) == 1 else 'indexes'} into one segment"
 
     def problems(self) -> list:
         """One line per problem (at most MAX_REPORTED of each kind, then a count of the rest)."""
@@ -340,12 +357,25 @@ class _Run:
             size[1] += row.text_chars()
 
 
-def run(archive, planned, *, progress=None, batch_size: int = 2000, report: ImportReport | None = None):
-    """Import planned sources (see ``plan``) into ``archive``; returns an ImportReport."""
+def _check_optimize(optimize) -> None:
+    if optimize is not None and not isinstance(optimize, bool):
+        raise ValueError(f"optimize must be True, False or None (merge after an import that doubles the archive), "
+                         f"not {optimize!r}")
+
+
+def run(archive, planned, *, progress=None, batch_size: int = 2000, report: ImportReport | None = None,
+        optimize: bool | None = None):
+    """Import planned sources (see ``plan``) into ``archive``; returns an ImportReport.
+
+    ``optimize``: None merges the indexes when the import at least doubled the
+    archive (the module doc), True always, False never."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
+    _check_optimize(optimize)
     report = report or ImportReport()
     _ensure_tables(archive)
+    # ids only grow, so the highest one is the archive's size in messages (a count(*) would read the table)
+    before = archive.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
     roots = [(os.path.realpath(root), fmt) for root, fmt, _ in planned if root != "-"]
     if roots:
         archive._write(lambda: archive.conn.executemany(
@@ -362,15 +392,19 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
             for src in sources:
                 if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
                     os.unlink(src.read_path)
+    if optimize or (optimize is None and report.messages and report.messages >= before):
+        report.optimized = archive.indexes.optimize()
     if progress is not None:
         progress(total, total)
     return report
 
 
-def import_source(archive, paths, format: str = "auto", *, progress=None, batch_size: int = 2000) -> ImportReport:
+def import_source(archive, paths, format: str = "auto", *, progress=None, batch_size: int = 2000,
+                  optimize: bool | None = None) -> ImportReport:
     """Import files, folders or ``"-"`` (stdin) into ``archive``; see the module doc."""
+    _check_optimize(optimize)
     return run(archive, plan(paths, format, exclude=archive_files(archive.path)), progress=progress,
-               batch_size=batch_size)
+               batch_size=batch_size, optimize=optimize)
 
 
 def archive_files(path) -> set:
@@ -379,8 +413,9 @@ def archive_files(path) -> set:
     return {base, base + "-wal", base + "-shm", base + "-journal"}
 
 
-def sync(archive, *, progress=None, batch_size: int = 2000) -> ImportReport:
+def sync(archive, *, progress=None, batch_size: int = 2000, optimize: bool | None = None) -> ImportReport:
     """Import again every path the archive was ever given (new files in a folder included)."""
+    _check_optimize(optimize)
     report = ImportReport()
     if archive.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'import_roots'").fetchone() is None:
         return report
@@ -390,4 +425,4 @@ def sync(archive, *, progress=None, batch_size: int = 2000) -> ImportReport:
             planned += plan([path], fmt, exclude=archive_files(archive.path))
         except ImportFileError as exc:
             report.missing.append(str(exc))
-    return run(archive, planned, progress=progress, batch_size=batch_size, report=report)
+    return run(archive, planned, progress=progress, batch_size=batch_size, report=report, optimize=optimize)
