@@ -9,6 +9,8 @@ bench/bench_variants.py --smoke fold_variants finds at least what the plain inde
                                Traditional/Simplified sample, and more (needs OpenCC's converter too)
 bench/bench_peers.py --smoke --no-peers  offline: the section it would write has every table and this
                                project's rows, and its newest 20 equal a LIKE scan's for every CJK term
+bench/bench_scaling.py --smoke --no-peers  offline: three slices grown into one archive, every class
+                               measured at every size, its newest 20 equal a LIKE scan's for every CJK term
 bench/hermes_worker.py         Hermes' own search measured through hermes_state (needs hermes_state)
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
@@ -92,20 +94,26 @@ def _table(text, header_start):
     return rows
 
 
-def test_bench_peers_smoke_offline(tmp_path):
-    """Without the peers: no fetch, nothing written, and this project's rows are all there and exact."""
-    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+def _smoke_offline(script, tmp_path):
+    """``script --smoke --no-peers`` with the package index unreachable: its stdout, after checking that it
+    passed, fetched nothing into its cache and left RESULTS.md alone."""
     results_md = os.path.join(BENCH, "RESULTS.md")
     before = open(results_md, encoding="utf-8").read()
     cache = tmp_path / "cache"
     env = dict(os.environ, PIP_NO_INDEX="1", PIP_INDEX_URL="http://127.0.0.1:9/")
-    p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_peers.py"), "--smoke", "--no-peers",
-                        "--cache", str(cache)], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    p = subprocess.run([sys.executable, os.path.join(BENCH, script), "--smoke", "--no-peers", "--cache", str(cache)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
-    out = p.stdout
-    assert "smoke ok" in out
+    assert "smoke ok" in p.stdout
     assert not cache.exists(), "--no-peers must fetch nothing"
     assert open(results_md, encoding="utf-8").read() == before, "--smoke must not write RESULTS.md"
+    return p.stdout
+
+
+def test_bench_peers_smoke_offline(tmp_path):
+    """Without the peers: no fetch, nothing written, and this project's rows are all there and exact."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    out = _smoke_offline("bench_peers.py", tmp_path)
     assert "| ours: `Archive.import_source` |" in out
     for cls in ("1 char", "2 chars", "3 chars", "needle (cjk2)", "needle (cjk4)", "Latin word"):
         assert f"**{cls}** — top 20" in out, cls
@@ -166,3 +174,23 @@ def test_bench_peers_report_names_a_bad_file(tmp_path):
         assert p.stderr.strip().splitlines() == [p.stderr.strip()], p.stderr
         assert f"--report {path}: not the peers.json" in p.stderr
     assert open(results_md, encoding="utf-8").read() == before
+
+
+def test_bench_scaling_smoke_offline(tmp_path):
+    """Three slices grown into one archive: every size has every class's rows, this project's newest 20 equal a
+    LIKE scan's (the run fails otherwise), the first import merged, and nothing is fetched or written."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    _need("matplotlib", "the plot")
+    out = _smoke_offline("bench_scaling.py", tmp_path)
+    growth = _table(out, "| GB of text | messages |")
+    assert len(growth) == 3
+    assert growth[0][4] == "cjk, unicode61", growth[0]  # the first import doubles an empty archive
+    assert [int(r[1].replace(",", "")) for r in growth] == sorted(int(r[1].replace(",", "")) for r in growth)
+    for cls in ("1 char", "2 chars", "needle (cjk2)", "needle (cjk4)", "Latin word"):
+        assert f"**{cls}**" in out, cls
+    tables = out.split("| term | GB | rows |")[1:]
+    assert len(tables) == len({line.strip("*") for line in out.splitlines() if re.fullmatch(r"\*\*.+\*\*", line)})
+    for t in tables:
+        rows = _table("| term | GB | rows |" + t, "| term | GB | rows |")
+        assert len(rows) % 3 == 0 and rows, t[:500]  # each term at each of the three sizes
+        assert all(r[3] and r[4] and r[5] for r in rows), rows  # ours: both searches and raw newest
