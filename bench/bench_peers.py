@@ -528,7 +528,8 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
             f"`--hermes-mb {peers['hermes_mb']:g}`): its timings are on the smaller archive." if hermes else "."),
          "", "Ingest through each system's own writer:", "",
          "| system | messages | seconds | msg/s | file / text |", "|---|---:|---:|---:|---:|",
-         f"| ours: `Archive.import_source` | {b['messages']:,} | {b['seconds']:.1f} | {b['msg_per_s']:,.0f} |"
+         f"| ours: `Archive.import_source`{' (it then ' + b['merged'] + ')' if b.get('merged') else ''} |"
+         f" {b['messages']:,} | {b['seconds']:.1f} | {b['msg_per_s']:,.0f} |"
          f" {b['file'] / b['text']:.2f}× |"]
     if hermes:
         fts = ", ".join(f"{k} {v / hermes['text_bytes']:.2f}×" for k, v in hermes["fts_bytes"].items())

@@ -114,7 +114,7 @@ def test_bench_peers_smoke_offline(tmp_path):
     """Without the peers: no fetch, nothing written, and this project's rows are all there and exact."""
     _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
     out = _smoke_offline("bench_peers.py", tmp_path)
-    assert "| ours: `Archive.import_source` |" in out
+    assert "| ours: `Archive.import_source` (it then merged the cjk, unicode61 indexes into one segment) |" in out
     for cls in ("1 char", "2 chars", "3 chars", "needle (cjk2)", "needle (cjk4)", "Latin word"):
         assert f"**{cls}** — top 20" in out, cls
     query_rows = [r for r in _table(out, "| term | sort |") if r[1] in ("newest", "relevance")]
