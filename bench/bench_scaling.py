@@ -22,6 +22,7 @@ newest 20 must equal the LIKE scan's at every size, or the run fails.
     python bench/generate.py --size 4GB --seed 1 -o c4g.jsonl
     python bench/bench_scaling.py --jsonl c4g.jsonl       # writes the "scaling" section and latency_vs_size.png
     python bench/bench_scaling.py --smoke --no-peers      # a few MB, offline; checks only, writes nothing
+    python bench/bench_scaling.py --report bench/out/scaling/scaling.json   # the section again, measuring nothing
 
 Disk: about 4x the largest size's text for this project's archive and the copy sqlite-cjk-fts indexes.
 """
@@ -211,9 +212,10 @@ def fmt(data):
          f"{info['cjk_tokenizer']}; {data['cjkfts']}; {data['hermes_label']}  ",
          f"Corpus: `{os.path.basename(data['jsonl'])}` cut into {len(points)} slices, imported one after another "
          "into one archive (today's defaults: the cjk index with unigrams and unicode61; an import that at least "
-         "doubles the archive ends by merging its indexes). sqlite-cjk-fts indexes a copy of the same messages, "
-         "grown by the same rows and merged whenever ours was. Hermes holds the first slice only "
-         f"({first['ours']['messages']:,} messages).",
+         "doubles the archive ends by merging its indexes)."
+         + (" sqlite-cjk-fts indexes a copy of the same messages, grown by the same rows and merged whenever ours "
+            "was." if first.get("cjkfts") else "")
+         + (f" Hermes holds the first slice only ({first['ours']['messages']:,} messages)." if hermes else ""),
          "", "Growth, after each slice (import seconds include the merge where there was one):", "",
          "| GB of text | messages | slice imported s | msg/s | merged | file / text | cjk index / text | cjk segments "
          "| sqlite-cjk-fts: insert s | merge s | its index / text | its segments |",
@@ -302,7 +304,21 @@ def main(argv=None):
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="Markdown file to update")
     ap.add_argument("--no-peers", action="store_true", help="this project and LIKE only (offline)")
     ap.add_argument("--smoke", action="store_true", help="a few MB in a temp dir; checks only, writes nothing")
+    ap.add_argument("--report", metavar="JSON", help="measure nothing: write the section and the plot again from "
+                    "the scaling.json a run left in its workdir (after a change to the report's layout)")
     a = ap.parse_args(argv)
+    if a.report:
+        try:
+            with open(a.report, encoding="utf-8") as f:
+                data = json.load(f)
+            body = fmt(data)
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise SystemExit(f"--report {a.report}: not the scaling.json a run of this script wrote "
+                             f"({type(exc).__name__}: {exc})") from None
+        plot(data, os.path.join(os.path.dirname(os.path.abspath(a.results)), "latency_vs_size.png"))
+        results.update_section(a.results, "scaling", body, stamp=data.get("measured"))
+        log(f"wrote the scaling section of {a.results} from {a.report}")
+        return 0
     sizes = [generate.parse_size(s) for s in a.sizes.split(",")]
     if sizes != sorted(sizes):
         raise SystemExit(f"--sizes must ascend: {a.sizes}")
@@ -366,6 +382,9 @@ def main(argv=None):
     log(f"{time.perf_counter() - t_start:.0f} s in all")
     if a.smoke:
         plot(data, os.path.join(work, "latency_vs_size.png"))
+        with open(os.path.join(work, "scaling.json"), encoding="utf-8") as f:
+            if fmt(json.load(f)) != body:
+                raise SystemExit("--report would not write the section this run wrote")
         shutil.rmtree(work)
         print("smoke ok")
         return 0

@@ -161,18 +161,19 @@ def test_hermes_worker(tmp_path):
     assert one["relevance"]["p50"] > 0
 
 
-def test_bench_peers_report_names_a_bad_file(tmp_path):
-    """--report on a file that is not a run's peers.json: one line naming it, RESULTS.md untouched."""
+@pytest.mark.parametrize("script, name", [("bench_peers.py", "peers.json"), ("bench_scaling.py", "scaling.json")])
+def test_bench_report_names_a_bad_file(tmp_path, script, name):
+    """--report on a file that is not a run's JSON: one line naming it, RESULTS.md untouched."""
     results_md = os.path.join(BENCH, "RESULTS.md")
     before = open(results_md, encoding="utf-8").read()
-    bad = tmp_path / "peers.json"
+    bad = tmp_path / name
     bad.write_text("{}", encoding="utf-8")
     for path in (bad, tmp_path / "missing.json"):
-        p = subprocess.run([sys.executable, os.path.join(BENCH, "bench_peers.py"), "--report", str(path)],
+        p = subprocess.run([sys.executable, os.path.join(BENCH, script), "--report", str(path)],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert p.returncode != 0
         assert p.stderr.strip().splitlines() == [p.stderr.strip()], p.stderr
-        assert f"--report {path}: not the peers.json" in p.stderr
+        assert f"--report {path}: not the {name}" in p.stderr
     assert open(results_md, encoding="utf-8").read() == before
 
 
