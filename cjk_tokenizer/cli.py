@@ -118,11 +118,21 @@ def _import_progress():
 
     bar = ProgressBar("import")
     bar.last = (0, None)
+    bar.finished = False
 
     def progress(done, total):
         bar.last = (done, total)
         bar.update(done, total, "bytes read")
-    return bar, progress
+
+    def notice(line):  # the bar is complete; what follows it takes a while
+        finish()
+        print(f"{line} …", file=sys.stderr, flush=True)
+
+    def finish():
+        if not bar.finished:
+            bar.finished = True
+            bar.finish(*bar.last, "bytes read")
+    return progress, notice, finish
 
 
 def _cmd_import(args) -> int:
@@ -130,22 +140,23 @@ def _cmd_import(args) -> int:
 
     # Plan first: a bad path or an unknown format fails before the archive is created.
     planned = driver.plan(args.sources, args.format, exclude=driver.archive_files(args.db))
-    bar, progress = _import_progress()
+    progress, notice, finish = _import_progress()
     with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
                        fold_variants=True if args.fold_variants else None) as ar:
         report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size,
-                            optimize=False if args.no_optimize else None)
-        bar.finish(*bar.last, "bytes read")
+                            optimize=False if args.no_optimize else None, notice=notice)
+        finish()
         return _print_import(report, args.db)
 
 
 def _cmd_sync(args) -> int:
     from .importers import sync
 
-    bar, progress = _import_progress()
+    progress, notice, finish = _import_progress()
     with _open_archive(args.db, extension=not args.no_extension) as ar:
-        report = sync(ar, progress=progress, batch_size=args.batch_size, optimize=False if args.no_optimize else None)
-        bar.finish(*bar.last, "bytes read")
+        report = sync(ar, progress=progress, batch_size=args.batch_size, optimize=False if args.no_optimize else None,
+                      notice=notice)
+        finish()
         return _print_import(report, args.db)
 
 

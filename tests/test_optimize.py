@@ -119,6 +119,8 @@ def test_cli_import_merges_unless_told_not_to(tmp_path):
                                "--batch-size", "3", *extra], capture_output=True, text=True, timeout=300,
                               cwd=str(tmp_path))
         assert proc.returncode == 0, proc.stderr
+        assert ("merging the indexes into one segment (the import at least doubled the archive) …"
+                in proc.stderr.splitlines()) == merged, proc.stderr
         lines = proc.stdout.splitlines()
         assert lines[0].startswith("imported 60 messages in 15 sessions from 1 source into"), lines
         assert lines[1:] == (["merged the cjk, unicode61 indexes into one segment"] if merged else []), lines

@@ -16,9 +16,9 @@ An import that at least doubles the archive (it adds as many messages as the
 archive's highest message id before it) ends by merging each live index into
 one segment (``Indexes.optimize``): a bulk import leaves an index as a stack of
 segments, and every lookup pays one descent per segment.  The merge rewrites
-the index, so it runs only when the import has at least rewritten that much
-already: over an archive's life the merges write at most about twice its final
-index, whatever the import sizes.  Small imports into a big archive leave the
+the index, so it runs only when the import itself wrote at least as much as
+the archive held: over an archive's life the merges write at most about twice
+its final index, whatever the import sizes.  Small imports into a big archive leave the
 merging to FTS5's automerge.  ``optimize=True`` / ``False`` overrides the rule.
 """
 from __future__ import annotations
@@ -364,11 +364,13 @@ def _check_optimize(optimize) -> None:
 
 
 def run(archive, planned, *, progress=None, batch_size: int = 2000, report: ImportReport | None = None,
-        optimize: bool | None = None):
+        optimize: bool | None = None, notice=None):
     """Import planned sources (see ``plan``) into ``archive``; returns an ImportReport.
 
     ``optimize``: None merges the indexes when the import at least doubled the
-    archive (the module doc), True always, False never."""
+    archive (the module doc), True always, False never.  ``notice``: called
+    with one line before the merge, which ``progress`` does not count (a big
+    archive's takes minutes)."""
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
     _check_optimize(optimize)
@@ -392,10 +394,13 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
             for src in sources:
                 if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
                     os.unlink(src.read_path)
-    if optimize or (optimize is None and report.messages and report.messages >= before):
-        report.optimized = archive.indexes.optimize()
     if progress is not None:
         progress(total, total)
+    if optimize or (optimize is None and report.messages and report.messages >= before):
+        if notice is not None:
+            notice("merging the indexes into one segment" + ("" if optimize else " (the import at least doubled "
+                                                                     "the archive)"))
+        report.optimized = archive.indexes.optimize()
     return report
 
 
@@ -413,7 +418,8 @@ def archive_files(path) -> set:
     return {base, base + "-wal", base + "-shm", base + "-journal"}
 
 
-def sync(archive, *, progress=None, batch_size: int = 2000, optimize: bool | None = None) -> ImportReport:
+def sync(archive, *, progress=None, batch_size: int = 2000, optimize: bool | None = None,
+         notice=None) -> ImportReport:
     """Import again every path the archive was ever given (new files in a folder included)."""
     _check_optimize(optimize)
     report = ImportReport()
@@ -425,4 +431,5 @@ def sync(archive, *, progress=None, batch_size: int = 2000, optimize: bool | Non
             planned += plan([path], fmt, exclude=archive_files(archive.path))
         except ImportFileError as exc:
             report.missing.append(str(exc))
-    return run(archive, planned, progress=progress, batch_size=batch_size, report=report, optimize=optimize)
+    return run(archive, planned, progress=progress, batch_size=batch_size, report=report, optimize=optimize,
+               notice=notice)
