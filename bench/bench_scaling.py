@@ -227,6 +227,12 @@ def fmt(data):
         L.append(f"| {o['text'] / 1e9:.2f} | {o['messages']:,} | {o['seconds']:.1f} | {o['added'] / o['seconds']:,.0f}"
                  f" | {', '.join(o['merged']) or 'no'} | {o['file'] / o['text']:.2f}× | {o['cjk'] / o['text']:.2f}× |"
                  f" {o['cjk_segments']} | {cf} |")
+    unmerged = [p for p in points if not p["ours"]["merged"]]
+    if unmerged:
+        L += ["", "Where a slice added fewer messages than the archive held, the import did not merge: at " + ", ".join(
+            f"{p['ours']['text'] / 1e9:.2f} GB ({p['ours']['cjk_segments']} cjk segments)" for p in unmerged)
+            + " the indexes are as FTS5's automerge left them, and each query term is looked up once per segment "
+            "(compare those rows' raw FTS5 columns with their neighbours')."]
     L += ["", "Top 20, p50 ms per size; `Archive.search` returns hits with snippets, the other columns ids only "
           "(raw FTS5 is the MATCH `Archive.explain` names). Rows: the messages our MATCH counts (equal to a LIKE "
           "scan's for CJK terms, as the `peers` section checks). Hermes' `search_messages` (snippets and context) "
