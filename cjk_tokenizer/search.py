@@ -110,7 +110,7 @@ from .evaluate import all_matches, checking, matched_terms, sql_term_match
 from .query import parse
 from .router import Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
-from .snippet import ELLIPSIS, choose, render
+from .snippet import ELLIPSIS, choose, placed
 from .timeutil import epoch_seconds
 from .units import clean
 
@@ -488,28 +488,30 @@ def _parse_aux(raw: dict) -> dict:
     return out
 
 
-def _from_aux(aux: dict, cols: dict, columns: tuple):
-    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON, or None
-    if it is not what the contract in csrc/cjk_aux.h promises.  The highlight's
-    place in the snippet comes from the JSON's numbers (window, cut, start/end)."""
+def _from_aux(aux: dict, columns: tuple):
+    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON alone, or
+    None if it is not what the contract in csrc/cjk_aux.h promises.  The snippet is
+    the function's (empty markers, ellipses as snippet.render writes them), so text
+    and numbers come from one read of the row and the message's text need not be
+    fetched again; the highlight's place in it is snippet.placed's, from the window,
+    the cut sides and the first highlight's start/end."""
     reported = aux.get("matched_in")
     column = aux.get("column")
     if not isinstance(reported, list):
         return None
     where = [c for c in columns if c in reported]
-    window, cut = aux.get("window"), aux.get("cut")
+    window, cut, shown = aux.get("window"), aux.get("cut"), aux.get("snippet")
     if column not in where or not _ints(window, 2) or not (isinstance(cut, list) and len(cut) == 2):
         return None
-    text = cols[column] or ""  # cleaned where shown only: clean() keeps every offset
+    cut = (bool(cut[0]), bool(cut[1]))
+    head, tail = (ELLIPSIS if cut[0] else ""), (ELLIPSIS if cut[1] else "")
+    if not (0 <= window[0] <= window[1] and len(shown) == len(head) + window[1] - window[0] + len(tail)
+            and shown.startswith(head) and shown.endswith(tail)):
+        return None
     start, end = aux.get("start"), aux.get("end")
-    first = (start, end) if _ints([start, end], 2) and 0 <= start < end <= len(text) else None
-    if not 0 <= window[0] <= window[1] <= len(text):
-        return None
-    out = render(text, tuple(window), (bool(cut[0]), bool(cut[1])), first)
-    shown = clean(out.text)
-    if shown != clean(aux["snippet"]):  # not the text it was computed from (a concurrent update)
-        return None
-    return where, column, shown, out.highlight, out.span
+    first = (start, end) if _ints([start, end], 2) and 0 <= start < end else None
+    highlight, span = placed(tuple(window), cut, first)
+    return where, column, shown, highlight, span
 
 
 def _ints(value, n: int) -> bool:
@@ -530,13 +532,15 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
     return where, column, out.text, out.highlight, out.span
 
 
-def _hit(row, p: Plan, snippet_chars: int, aux: dict | None, score) -> Hit:
+def _hit(row, p: Plan, label: str, snippet_chars: int, parts, score) -> Hit:
+    """A Hit from its message row (id, session, role, time, title, then the text columns
+    unless ``parts`` came from cjk_match) and its snippet ``parts`` (else built here)."""
     mid, session_id, role, ts, title = row[:5]
-    texts = dict(zip(FTS_COLUMNS, row[5:]))
-    cols = {c: texts[c] for c in p.columns}
-    parts = (_from_aux(aux, cols, p.columns) if aux else None) or _from_python(p, cols, snippet_chars)
+    if parts is None:
+        texts = dict(zip(FTS_COLUMNS, row[5:]))
+        parts = _from_python(p, {c: texts[c] for c in p.columns}, snippet_chars)
     where, column, snippet, highlight, span = parts
-    return Hit(mid, session_id, role, ts, snippet, where, p.label, column, highlight, span, title,
+    return Hit(mid, session_id, role, ts, snippet, where, label, column, highlight, span, title,
                None if score is None else -float(score))
 
 
@@ -602,16 +606,16 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             return out
         raw_aux = {row[0]: row[1] for row in found} if prep.aux else None
         scores = {row[0]: row[2] for row in found if row[2] is not None}
-        rows = {}
-        marks = ", ".join("?" * len(ids))
-        cols = ", ".join(f"m.{c}" for c in FTS_COLUMNS)
-        for row in conn.execute(
-            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title, {cols} FROM {MESSAGES} m "
-            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids
-        ):
-            rows[row[0]] = row
         aux = _parse_aux(raw_aux) if raw_aux else {}
-        out.extend(_hit(rows[i], p, snippet_chars, aux.get(i), scores.get(i)) for i in ids if i in rows)
+        parts = {i: _from_aux(a, p.columns) for i, a in aux.items()}
+        # the texts are read again only for the hits whose snippet is built here
+        texts = "".join(f", m.{c}" for c in FTS_COLUMNS) if any(parts.get(i) is None for i in ids) else ""
+        marks = ", ".join("?" * len(ids))
+        rows = {row[0]: row for row in conn.execute(
+            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
+            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
+        label = p.label
+        out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)
         return out
 
 

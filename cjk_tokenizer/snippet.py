@@ -42,16 +42,25 @@ def render(text: str, window: tuple[int, int], cut: tuple[bool, bool], first: tu
     """The snippet of ``text`` showing ``window``, with an ellipsis on each ``cut`` side,
     highlighting ``first`` (a match's span in ``text``) clipped to the window.
 
-    Used for the C function's windows too (search.py), so a highlight's
-    position in a snippet is computed in one place, from data, never by
-    searching the snippet for the matched text."""
+    The highlight's place is ``placed``'s, which search.py also applies to the
+    C function's snippets: computed in one place, from data, never by searching
+    the snippet for the matched text."""
     start, end = window
     head = ELLIPSIS if cut[0] else ""
     shown = head + text[start:end] + (ELLIPSIS if cut[1] else "")
-    highlight = None
-    if first is not None and first[0] < end and first[1] > start:
-        highlight = (max(first[0], start) - start + len(head), min(first[1], end) - start + len(head))
-    return Snippet(shown, highlight, first if highlight else None, (start, end))
+    highlight, span = placed(window, cut, first)
+    return Snippet(shown, highlight, span, (start, end))
+
+
+def placed(window: tuple[int, int], cut: tuple[bool, bool], first: tuple[int, int] | None):
+    """(highlight within the snippet, span within the source text) of ``first`` in the
+    snippet showing ``window`` with an ellipsis on each ``cut`` side: clipped to the
+    window, (None, None) when it lies outside.  The one place that rule lives."""
+    start, end = window
+    if first is None or not (first[0] < end and first[1] > start):
+        return None, None
+    head = len(ELLIPSIS) if cut[0] else 0
+    return (max(first[0], start) - start + head, min(first[1], end) - start + head), first
 
 
 def choose(text: str | None, matches: Iterable[tuple[int, int, int]], max_chars: int) -> Snippet:

@@ -164,6 +164,29 @@ def test_newest_first_does_not_score_every_match(conn):
     assert "MATERIALIZE top" in plans[1] and "TEMP B-TREE" in plans[1]
 
 
+def test_a_hit_snippeted_by_cjk_match_is_not_read_again(conn):
+    """cjk_match's snippet comes with its window and highlight: the hits' second
+    statement reads only the message fields, not the texts again (2.5 MB for one
+    hit here); where Python builds the snippets, it reads the searched texts."""
+    def statements(**kw):
+        seen = []
+        conn.exec_trace = lambda cursor, sql, bindings: seen.append(sql) or True
+        try:
+            hits = search(conn, "needle", **kw)
+        finally:
+            conn.exec_trace = None
+        return hits, [sql for sql in seen if "LEFT JOIN" in sql]
+
+    hits, fetch = statements(sort="newest")
+    assert [h.message_id for h in hits] == [7] and hits[0].route == "cjk"
+    assert len(fetch) == 1 and "m.content" not in fetch[0] and "s.title" in fetch[0]
+    shown = hits[0].snippet
+    assert shown[hits[0].highlight[0]:hits[0].highlight[1]] == "needle"
+    scanned, fetch = statements(sort="newest", route="scan")
+    assert len(fetch) == 1 and "m.content" in fetch[0]
+    assert [(h.snippet, h.highlight, h.span) for h in scanned] == [(shown, hits[0].highlight, hits[0].span)]
+
+
 def test_relevance_hits_are_the_same_whether_the_page_holds_every_match_or_not(conn):
     """A MATCH with at most ``limit`` rows is scored and snippeted in one query;
     with more, the page's snippets come after the ranking.  Same hits either way."""
