@@ -20,7 +20,7 @@ from importlib import resources
 
 SEARCHES = [
     ("项目", {}, "2-character Chinese word inside 大别山项目管理系统"),
-    ("寨", {}, "1 Chinese character (an index lookup too, via the prefix form)"),
+    ("寨", {}, "1 Chinese character (an index lookup too: each character is also indexed on its own)"),
     ("合肥", {}, "a fact stated only in the model's reasoning: not found by default"),
     ("合肥", {"include_reasoning": True}, "... found with include_reasoning=True, labelled as thought"),
     ("品川 ホテル", {}, "Japanese, two terms (implicit AND)"),
