@@ -562,19 +562,35 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
 
 # ---- run ------------------------------------------------------------------------
 
+def shared_args(ap, workdir, json_name):
+    """The options every peer benchmark takes: runs, workdir, the peers' cache, RESULTS.md, --report."""
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per query at most (default 15)")
+    ap.add_argument("--workdir", default=workdir)
+    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/cjk_tokenizer-bench"),
+                    help="where the peers are downloaded and built (kept between runs)")
+    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="Markdown file to update")
+    ap.add_argument("--report", metavar="JSON", help="measure nothing: write the section again from the "
+                    f"{json_name} a run left in its workdir (after a change to the report's layout)")
+
+
+def load_report(path, json_name, render_fn):
+    """(data, section text) from a run's saved JSON; a file that is not one is a one-line exit naming it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data, render_fn(data)
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise SystemExit(f"--report {path}: not the {json_name} a run of this script wrote "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
 def _parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jsonl", help="a corpus written by bench/generate.py (required unless --smoke)")
     ap.add_argument("--hermes-mb", type=float, default=200, help="MB of text Hermes gets (default 200)")
-    ap.add_argument("--runs", type=int, default=15, help="timed runs per query at most (default 15)")
-    ap.add_argument("--workdir", default=os.path.join(HERE, "out"))
-    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/cjk_tokenizer-bench"),
-                    help="where the peers are downloaded and built (kept between runs)")
-    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="Markdown file to update")
+    shared_args(ap, os.path.join(HERE, "out"), "peers.json")
     ap.add_argument("--no-peers", action="store_true", help="this project only (offline)")
     ap.add_argument("--smoke", action="store_true", help="~1 MB corpus in a temp dir; checks only, writes nothing")
-    ap.add_argument("--report", metavar="JSON", help="measure nothing: write the section again from the "
-                    "peers.json a run left in its workdir (after a change to the report's layout)")
     return ap
 
 
@@ -588,13 +604,7 @@ def render(data):
 def main(argv=None):
     a = _parser().parse_args(argv)
     if a.report:
-        try:
-            with open(a.report, encoding="utf-8") as f:
-                data = json.load(f)
-            body = render(data)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise SystemExit(f"--report {a.report}: not the peers.json a run of this script wrote "
-                             f"({type(exc).__name__}: {exc})") from None
+        data, body = load_report(a.report, "peers.json", render)
         results.update_section(a.results, "peers", body, stamp=data.get("measured"))
         log(f"wrote the peers section of {a.results} from {a.report}")
         return 0

@@ -303,24 +303,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--jsonl", help="a corpus written by bench/generate.py at least as large as the largest size")
     ap.add_argument("--sizes", default="100MB,500MB,1GB,2GB,4GB", help="archive sizes, ascending (text bytes)")
-    ap.add_argument("--runs", type=int, default=15, help="timed runs per query at most (default 15)")
-    ap.add_argument("--workdir", default=os.path.join(HERE, "out", "scaling"))
-    ap.add_argument("--cache", default=os.path.expanduser("~/.cache/cjk_tokenizer-bench"),
-                    help="where the peers are downloaded and built (kept between runs)")
-    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="Markdown file to update")
+    bench_peers.shared_args(ap, os.path.join(HERE, "out", "scaling"), "scaling.json")  # --report: the plot too
     ap.add_argument("--no-peers", action="store_true", help="this project and LIKE only (offline)")
     ap.add_argument("--smoke", action="store_true", help="a few MB in a temp dir; checks only, writes nothing")
-    ap.add_argument("--report", metavar="JSON", help="measure nothing: write the section and the plot again from "
-                    "the scaling.json a run left in its workdir (after a change to the report's layout)")
     a = ap.parse_args(argv)
     if a.report:
-        try:
-            with open(a.report, encoding="utf-8") as f:
-                data = json.load(f)
-            body = fmt(data)
-        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
-            raise SystemExit(f"--report {a.report}: not the scaling.json a run of this script wrote "
-                             f"({type(exc).__name__}: {exc})") from None
+        data, body = bench_peers.load_report(a.report, "scaling.json", fmt)
         plot(data, os.path.join(os.path.dirname(os.path.abspath(a.results)), "latency_vs_size.png"))
         results.update_section(a.results, "scaling", body, stamp=data.get("measured"))
         log(f"wrote the scaling section of {a.results} from {a.report}")
