@@ -135,16 +135,20 @@ def fts_size(conn, table):
     return conn.execute(f"SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN ({q})", names).fetchone()[0]
 
 
-def build_index(conn, name, table=None, content="messages", variant=None):
+def build_index(conn, name, table=None, content="messages", variant=None, settings=None):
     """Create and fill ``table`` (default fts_NAME); returns the seconds of the fill.
 
-    ``variant``: (tokenize=, extra FTS5 options) for a tokenizer not in VARIANTS."""
+    ``variant``: (tokenize=, extra FTS5 options) for a tokenizer not in VARIANTS;
+    ``settings``: FTS5 configuration options set before the fill, as the
+    archive sets ``indexing.FTS_SETTINGS`` on its tables."""
     tokenize, extra = variant or VARIANTS[name]
     table = table or f"fts_{name}"
     conn.execute(f"DROP TABLE IF EXISTS {table}")
     cols = ", ".join(schema.FTS_COLUMNS)
     conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5({cols}, content='{content}', "
                  f"content_rowid='id', tokenize='{tokenize}'{extra})")
+    for key, value in (settings or {}).items():
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES (?, ?)", (key, value))
     t0 = time.perf_counter()
     with conn:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
