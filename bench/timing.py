@@ -50,3 +50,24 @@ def cell(fn, max_runs=15):
     """Time ``fn`` with ``timed``: ({"p50", "p95" (seconds), "runs", "n" (len of the result)}, result)."""
     times, first = timed(fn, max_runs=max_runs)
     return {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "runs": len(times), "n": len(first)}, first
+
+
+def paired_cells(fns, max_runs=15, budget=1.0):
+    """Time several calls in alternation, one run of each per round, so that the machine's changing
+    speed weighs on them alike and their difference means something: a list of (cell, first result)
+    as ``cell`` gives, one per call.  Rounds: as many as fit in ``budget`` seconds per call (at least
+    3, at most ``max_runs``), after one untimed round; the order turns each round."""
+    firsts = [fn() for fn in fns]
+    times = [[] for _ in fns]
+    spent, rounds = 0.0, 0
+    while rounds < max_runs and (rounds < 3 or spent < budget * len(fns)):
+        order = range(len(fns)) if rounds % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            t0 = time.perf_counter()
+            fns[i]()
+            d = time.perf_counter() - t0
+            times[i].append(d)
+            spent += d
+        rounds += 1
+    return [({"p50": pct(t, 0.5), "p95": pct(t, 0.95), "runs": len(t), "n": len(f)}, f)
+            for t, f in zip(times, firsts)]
