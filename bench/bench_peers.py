@@ -563,8 +563,8 @@ def fmt_targets(b, builds, terms, ours):
             # every imported message goes through both builds: their time alone bounds the import's rate
             bound = b["messages"] / (cjk_s + u61_s)
             L.append(f"  - Why (ingest): the import writes these two indexes, and their builds below alone take "
-                     f"{cjk_s:.1f} + {u61_s:.1f} s for these {b['messages']:,} messages: at most {bound:,.0f} msg/s even "
-                     "if nothing else (reading the source, the messages table, the merge) took any time, "
+                     f"{cjk_s:.1f} + {u61_s:.1f} s for these {b['messages']:,} messages: at most {bound:,.0f} "
+                     "msg/s even if nothing else (reading the source, the messages table, the merge) took any time, "
                      + ("so the target cannot be met with both indexes on this machine."
                         if bound < MIN_MSG_PER_S else "so the rest of the import is what misses it."))
     if r is not None and r > MAX_BUILD_RATIO:
