@@ -254,9 +254,8 @@ def measure_ours(path, terms, runs):
         conn = ar.conn
         for kind, term in terms:
             r = {}
-            hits = None
-            match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
-            t = schema.fts_table("cjk")
+            hits, r["raw newest"] = None, None
+            bare = bench_queries.cjk_sql(ar, term)  # {} when the plan is not one cjk MATCH
             for sort in ("relevance", "newest"):
                 # Archive.search beside the statements it runs for its hits (with cjk_match's snippets), as
                 # Archive.explain(sql=True) lists them, and newest first beside their bare MATCH too, timed
@@ -264,24 +263,24 @@ def measure_ours(path, terms, runs):
                 sts = ar.explain(term, sort=sort, limit=20, sql=True)["sql"]
                 fns = [lambda: ar.search(term, sort=sort, limit=20),
                        lambda: [conn.execute(st["sql"], st["params"]).fetchall() for st in sts]]
-                bare = f"SELECT {t}.rowid FROM {t} WHERE {t} MATCH ? ORDER BY {t}.rowid DESC LIMIT 20"
-                if sort == "newest" and match:
-                    fns.append(lambda: conn.execute(bare, (match,)).fetchall())
+                if sort == "newest" and bare:
+                    fns.append(bare["newest"])
                 got = paired_cells(fns, runs)
                 (r[f"search {sort}"], found), (r[f"statements {sort}"], _) = got[:2]
-                if len(got) == 3:
-                    r["bare newest"] = got[2][0]
-                hits = found if sort == "newest" else hits
+                if sort == "newest":
+                    hits = found
+                    r["raw newest"] = got[2][0] if len(got) == 3 else None
+            r["raw relevance"] = bench_queries.cjk_sql_only(ar, term, runs, sorts=("relevance",)).get("relevance")
             r["newest_ids"] = [h.message_id for h in hits]
             # what the snippets of those hits read: the searched columns' characters
             r["hit_chars"] = sum(conn.execute(
                 f"SELECT {' + '.join(f'coalesce(length({c}), 0)' for c in SEARCHED)} FROM messages WHERE id = ?",
                 (i,)).fetchone()[0] for i in r["newest_ids"])
-            raw = bench_queries.cjk_sql_only(ar, term, runs)
-            r["raw relevance"], r["raw newest"] = raw.get("relevance"), raw.get("newest")
             r["like newest"], r["like_ids"] = cell(lambda: like_newest(conn, term), runs)
             r["like_rows"] = conn.execute(f"SELECT count(*) FROM messages WHERE {LIKE_WHERE}",
                                           (f"%{term}%",) * len(SEARCHED)).fetchone()[0]
+            match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
+            t = schema.fts_table("cjk")
             count = f"SELECT count(*) FROM {t} WHERE {t} MATCH ?"
             r["count all"] = r["raw_rows"] = None
             if match:
@@ -458,7 +457,7 @@ def _why_relevance(slow):
 def _split(o):
     """``Archive.search`` newest first at p50, in parts: the bare MATCH (ids only), what the statements it
     runs add to it (the hits' snippets, by ``cjk_match``), and the rest (its Python layer)."""
-    s, st, raw = o.get("search newest"), o.get("statements newest"), o.get("bare newest") or o.get("raw newest")
+    s, st, raw = o.get("search newest"), o.get("statements newest"), o.get("raw newest")
     if not (s and st and raw):
         return None
     return (f"{ms(s['p50'])} ms = the bare MATCH {ms(raw['p50'])} + the snippets {ms(max(0, st['p50'] - raw['p50']))}"
@@ -506,7 +505,7 @@ def fmt_targets(b, builds, terms, ours):
         if p95 * 1000 > NEWEST_MS:
             def snippets(o2):  # what the hits and snippets add to the bare MATCH
                 base = o2.get("statements newest") or o2["search newest"]
-                return base["p50"] - (o2.get("bare newest") or o2["raw newest"] or {"p50": 0})["p50"]
+                return base["p50"] - (o2["raw newest"] or {"p50": 0})["p50"]
             rate = sorted(snippets(o2) / o2["hit_chars"] * 1000 for o2 in (ours[t] for _, t in terms)
                           if o2.get("hit_chars") and snippets(o2) > 0) or [0]  # s per 1,000 chars
             head = (f"at p50, {_split(o)}" if _split(o) else

@@ -45,7 +45,7 @@ from cjk_tokenizer.errors import QueryError  # noqa: E402
 
 import generate  # noqa: E402
 import results  # noqa: E402
-from timing import pct, timed  # noqa: E402
+from timing import cell as timed_cell, pct, timed  # noqa: E402
 
 ALL_INDEXES = ("cjk", "unicode61", "trigram")
 ROUTES = ("cjk", "trigram", "unicode61", "scan")
@@ -232,9 +232,9 @@ def measure_query(ar, q, routes=ROUTES, sorts=("relevance", "newest"), raw_like=
     return row
 
 
-def cjk_sql_only(ar, q, max_runs):
-    """The cjk index's own cost: the one FTS5 MATCH that ``Archive.explain`` reports for an
-    fts plan, run bare (ids only, no hits or snippets).  {} for other plans."""
+def cjk_sql(ar, q):
+    """{sort: the bare top-20 call} for the one FTS5 MATCH that ``Archive.explain`` reports for
+    an fts plan on the cjk index (ids only, no hits or snippets); {} for other plans."""
     try:
         exp = ar.explain(q, route="cjk")
     except QueryError:
@@ -245,9 +245,14 @@ def cjk_sql_only(ar, q, max_runs):
     out = {}
     for sort, order in (("relevance", exp["rank"]), ("newest", f"{t}.rowid DESC")):
         sql = f"SELECT {t}.rowid FROM {t} WHERE {t} MATCH ? ORDER BY {order} LIMIT 20"
-        times, ids = timed(lambda: ar.conn.execute(sql, (exp["match"],)).fetchall(), max_runs=max_runs)
-        out[sort] = {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "runs": len(times), "n": len(ids)}
+        out[sort] = (lambda sql=sql: ar.conn.execute(sql, (exp["match"],)).fetchall())
     return out
+
+
+def cjk_sql_only(ar, q, max_runs, sorts=("relevance", "newest")):
+    """The cjk index's own cost: ``cjk_sql``'s calls timed, for ``sorts``.  {} for other plans."""
+    calls = cjk_sql(ar, q)
+    return {sort: timed_cell(calls[sort], max_runs)[0] for sort in sorts if sort in calls}
 
 
 def aux_diagnostic(ar, q, max_runs):

@@ -49,7 +49,11 @@ def pct(times, q):
 def cell(fn, max_runs=15):
     """Time ``fn`` with ``timed``: ({"p50", "p95" (seconds), "runs", "n" (len of the result)}, result)."""
     times, first = timed(fn, max_runs=max_runs)
-    return {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "runs": len(times), "n": len(first)}, first
+    return _summary(times, first), first
+
+
+def _summary(times, first):
+    return {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "runs": len(times), "n": len(first)}
 
 
 def paired_cells(fns, max_runs=15, budget=1.0):
@@ -69,5 +73,4 @@ def paired_cells(fns, max_runs=15, budget=1.0):
             times[i].append(d)
             spent += d
         rounds += 1
-    return [({"p50": pct(t, 0.5), "p95": pct(t, 0.95), "runs": len(t), "n": len(f)}, f)
-            for t, f in zip(times, firsts)]
+    return [(_summary(t, f), f) for t, f in zip(times, firsts)]
