@@ -164,8 +164,7 @@ typedef struct TokCollect {
   Buf text;         /* token texts */
 } TokCollect;
 
-static int collectToken(void *pCtx, int tflags, const char *pToken, int nToken, int iStart,
-                        int iEnd) {
+int cjk_collect_token(void *pCtx, int tflags, const char *pToken, int nToken, int iStart, int iEnd) {
   TokCollect *p = (TokCollect *)pCtx;
   TokRec *r;
   if ((tflags & FTS5_TOKEN_COLOCATED) == 0 || p->iPos < 0) p->iPos++;
@@ -197,6 +196,23 @@ static int collectToken(void *pCtx, int tflags, const char *pToken, int nToken, 
   if (p->text.bOom) return SQLITE_NOMEM;
   p->nRec++;
   return SQLITE_OK;
+}
+
+/* Tokens the collector may be spared before the next position it keeps: the
+** positions after the last one seen and before that one.  -1 when it keeps
+** no more (it would answer the next token with SQLITE_DONE). */
+int cjk_collect_skippable(void *pCtx) {
+  const TokCollect *p = (const TokCollect *)pCtx;
+  int iNext = p->iPos + 1, k = p->iNeed; /* iNext: the next token's position */
+  while (k < p->nNeed && p->aNeed[k] < iNext) k++;
+  return k < p->nNeed ? p->aNeed[k] - iNext : -1;
+}
+
+/* nToken tokens, none colocated, went by uncollected (at most what
+** cjk_collect_skippable allowed). */
+void cjk_collect_skip(void *pCtx, int nToken) {
+  TokCollect *p = (TokCollect *)pCtx;
+  if (nToken > 0) p->iPos += nToken;
 }
 
 /* Number of characters in a token's text (as the tokenizer writes them). */
@@ -660,9 +676,9 @@ static void columnRetokenize(MatchState *s, int *pRc) {
   s->tc.nByte = s->col.n;
   if (pApi->iVersion >= 4 && pApi->xTokenize_v2) {
     rc = pApi->xTokenize_v2(s->pFts, s->col.z, s->col.n, s->col.zLoc, s->col.nLoc, (void *)&s->tc,
-                            collectToken);
+                            cjk_collect_token);
   } else {
-    rc = pApi->xTokenize(s->pFts, s->col.z, s->col.n, (void *)&s->tc, collectToken);
+    rc = pApi->xTokenize(s->pFts, s->col.z, s->col.n, (void *)&s->tc, cjk_collect_token);
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK; /* a tokenizer that passes our stop on */
   if (rc == SQLITE_NOMEM) {
@@ -731,6 +747,7 @@ static void hitsFromInstances(MatchState *s, int *pRc) {
     CjkSnipHit *h = &s->w.aHit[s->w.nHit];
     if (!instanceBytes(s, &it, &h->iStart, &h->iEnd)) continue;
     h->iPhrase = it.iPhrase;
+    h->iByte = h->iStart; /* hitsToChars turns iStart into characters */
     h->iRange = -1;
     s->w.nHit++;
   }
@@ -755,7 +772,12 @@ static void hitsToChars(MatchState *s, int *pRc) {
   qsort(s->aQ, (size_t)nQ, sizeof(OffQuery), cmpOffQuery);
   while (b < s->col.n && iq < nQ) {
     unsigned cp;
-    int bNext = cjk_utf8_step(z, s->col.n, b, &cp);
+    int bNext, b0 = b;
+    /* ASCII before the next offset asked for: a character per byte */
+    b = cjk_ascii_end(z, b, s->aQ[iq].iByte < s->col.n ? s->aQ[iq].iByte : s->col.n);
+    u += b - b0;
+    if (b >= s->col.n) break;
+    bNext = cjk_utf8_step(z, s->col.n, b, &cp);
     while (iq < nQ && s->aQ[iq].iByte < bNext) {
       *s->aQ[iq].pOut = (s->aQ[iq].iByte <= b || !s->aQ[iq].bCeil) ? u : u + 1;
       iq++;

@@ -84,4 +84,17 @@
 ** into the registration, so two SQLite libraries in one process never share. */
 int cjk_aux_register(fts5_api *pFts5, const CjkHost *pHost);
 
+/* cjk_match's xToken when it re-tokenizes a column (pCtx is its collector).
+** It keeps only the tokens at the instances' positions, and most tokens of a
+** long column lie at none.  So cjk_unicode61 (cjk_tokenizer.c), seeing this
+** function as its xToken, counts the tokens at positions the collector does
+** not need instead of emitting them (whole ASCII tokens, a CJK run's bigrams,
+** unigrams and gaps): cjk_collect_skippable() tells how many positions it may
+** pass (-1: none wanted any more, stop), cjk_collect_skip() counts them.  The
+** positions, and every token the collector keeps, are those of the full
+** tokenization; any other tokenizer just emits every token. */
+int cjk_collect_token(void *pCtx, int tflags, const char *pToken, int nToken, int iStart, int iEnd);
+int cjk_collect_skippable(void *pCtx);
+void cjk_collect_skip(void *pCtx, int nToken);
+
 #endif /* CJK_AUX_H */

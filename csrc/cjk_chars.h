@@ -8,6 +8,7 @@
 #define CJK_CHARS_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "cjk_api.h"
 
@@ -39,6 +40,21 @@ CJK_INLINE int cjk_utf8_next(const unsigned char *z, int n, int i, unsigned *pCp
     }
   }
   return cjk_utf8_decode(z, n, i, pCp);
+}
+
+/* The first index >= i of z[0..n) holding a byte >= 0x80, or n: where the
+** ASCII at z[i] ends.  Eight bytes at a time, since the scans that call it
+** (the tokenizer's search for CJK, cjk_match's byte -> character count) mostly
+** cross long ASCII stretches: code, logs, English. */
+CJK_INLINE int cjk_ascii_end(const unsigned char *z, int i, int n) {
+  while (i <= n - 8) {
+    uint64_t w;
+    memcpy(&w, z + i, 8); /* no alignment or aliasing assumption */
+    if (w & 0x8080808080808080ull) break;
+    i += 8;
+  }
+  while (i < n && z[i] < 0x80) i++;
+  return i;
 }
 
 /* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */

@@ -8,7 +8,8 @@
 **   snipScan      the characters around the focus (only those: memory stays
 **                 proportional to the budget, not to the text), and what the
 **                 edges need to know of the rest (the text is read up to a
-**                 little past the focus, not to its end)
+**                 little past the focus, not to its end, and from a little
+**                 before it when the caller knows the focus's byte offset)
 **   snipStart, snipEnd, snipGiveBack, snipClusters   the window's edges
 **
 ** Invariants: no allocation here (the caller provides CjkSnipWork); nothing
@@ -203,6 +204,7 @@ typedef struct Snip {
   int iFirstNonSpace, iLastNonSpaceEnd;
   long long W;                         /* budget */
   long long first, lastEnd;            /* the focus: [first, lastEnd), lastEnd <= first + W */
+  int firstByte;                       /* a byte of the character first, or -1 (CjkSnipHit.iByte) */
 } Snip;
 
 static unsigned regionCp(const Snip *p, long long c) {
@@ -281,6 +283,7 @@ static void snipMerge(CjkSnipWork *w) {
 static void snipFocus(const CjkSnipWork *w, Snip *p) {
   int i, j = 0, nDistinct = 0, iBest = 0, iBestEnd = 0;
   long long bestScore = -1;
+  p->firstByte = -1;
   if (w->nHit <= 0) {
     p->first = p->lastEnd = p->iFirstNonSpace;
     return;
@@ -302,6 +305,9 @@ static void snipFocus(const CjkSnipWork *w, Snip *p) {
     if (--w->aCnt[w->aHit[i].iPhrase] == 0) nDistinct--;
   }
   p->first = w->aRange[w->aHit[iBest].iRange].iStart;
+  for (i = iBest; i > 0 && w->aHit[i - 1].iRange == w->aHit[iBest].iRange; i--) {
+  }
+  p->firstByte = w->aHit[i].iByte; /* the highlight's first match starts where it does */
   p->lastEnd = p->first;
   for (i = iBest; i < iBestEnd; i++) {
     long long e = w->aRange[w->aHit[i].iRange].iEnd;
@@ -315,6 +321,34 @@ int cjk_snip_region_size(long long nMax, int nChar) {
   return r > (long long)nChar ? nChar : (int)r;
 }
 
+/* Where snipScan may start reading instead of the text's start: byte *pb,
+** the first of character *pu <= rs, found by going back from the focus's
+** byte.  Every byte that is not a continuation byte (10xxxxxx) starts a
+** character as the strict reading splits the text (no malformed sequence
+** takes one in), so after going back over first - rs + 1 of them, reading
+** forward to the focus counts the characters in between exactly, and there
+** are at least first - rs.  Returns 0 (read from the start) when the focus's
+** byte is unknown or the way back reaches the text's start. */
+static int snipAnchor(const unsigned char *z, int n, const Snip *p, long long rs, int *pb, int *pu) {
+  long long want = p->first - rs + 1, k = 0, u = 0;
+  int b = p->firstByte, i;
+  if (b < 0 || b >= n || rs <= 0) return 0;
+  while (b > 0 && k < want) {
+    b--;
+    if ((z[b] & 0xC0) != 0x80) k++;
+  }
+  if (k < want) return 0;
+  for (i = b;; u++) { /* up to the character holding firstByte, which is character first */
+    unsigned cp;
+    int j = cjk_utf8_step(z, n, i, &cp);
+    if (j > p->firstByte) break;
+    i = j;
+  }
+  *pb = b;
+  *pu = (int)(p->first - u);
+  return 1;
+}
+
 /* Decode characters [first - W - 1, first + W + 2) into aCp/aOff (every
 ** edge phase looks only there: an edge is within W of the focus, and looks
 ** one character beyond it), and measure the text on the way.  Past the
@@ -323,30 +357,36 @@ int cjk_snip_region_size(long long nMax, int nChar) {
 ** the most room a region takes (2W + 3, the work-space check).  When the
 ** text goes on after it, nChar and iLastNonSpaceEnd are lower bounds beyond
 ** all three, which is all the phases ask of them; a long text is not read
-** to its end. */
+** to its end.  Nor from its start, when the focus's byte is known
+** (snipAnchor). */
 static void snipScan(const unsigned char *z, int n, const CjkSnipWork *w, Snip *p) {
   long long rs = p->first - p->W - 1, re = p->first + p->W + 2, need = 2 * p->W + 3;
-  int u = 0, b = 0, c = 0, bEnd = -1, last = 0;
+  int u = 0, b = 0, c = 0, bEnd = -1, last = 0, bAnchor;
   if (rs < 0) rs = 0;
   if (re - rs > w->nRegionAlloc) re = rs + w->nRegionAlloc; /* never: the caller sized it */
   if (re < rs) re = rs;
   if (need < re) need = re;
   if (need < p->iFirstNonSpace + p->W) need = p->iFirstNonSpace + p->W;
-  while (b < n) {
-    unsigned cp;
-    int bNext = cjk_utf8_step(z, n, b, &cp);
-    if (u == re) bEnd = b;
-    if (u >= rs && u < re) {
-      w->aCp[c] = cp;
-      w->aOff[c] = b;
-      c++;
+  for (bAnchor = snipAnchor(z, n, p, rs, &b, &u);; bAnchor = 0, b = u = c = 0, bEnd = -1) {
+    while (b < n) {
+      unsigned cp;
+      int bNext = cjk_utf8_step(z, n, b, &cp);
+      if (u == re) bEnd = b;
+      if (u >= rs && u < re) {
+        w->aCp[c] = cp;
+        w->aOff[c] = b;
+        c++;
+      }
+      b = bNext;
+      u++;
+      if (!cjk_space_cp(cp)) {
+        last = u;
+        if (u > need) break;
+      }
     }
-    b = bNext;
-    u++;
-    if (!cjk_space_cp(cp)) {
-      last = u;
-      if (u > need) break;
-    }
+    /* Read from an anchor, "last" is exact when it saw non-space text; if
+    ** not, it was before the anchor: read again from the start. */
+    if (!bAnchor || last > 0) break;
   }
   w->aOff[c] = bEnd < 0 ? b : bEnd;
   p->aCp = w->aCp;
@@ -541,6 +581,7 @@ int cjk_snippet_window(const char *z, int n, int nChar, const int *aMatch, int n
     w.aHit[i].iStart = s;
     w.aHit[i].iEnd = e;
     w.aHit[i].iPhrase = aMatch[3 * i + 2];
+    w.aHit[i].iByte = -1;
     w.aHit[i].iRange = -1;
   }
   if (cjk_snip_choose((const unsigned char *)z, n, nMax, &w, &win) != 0) return -1;

@@ -44,11 +44,15 @@
 /* A strictly decoded character that was not valid UTF-8 (printed as U+FFFD). */
 #define CJK_BADCHAR 0x110000u
 
-/* One match: characters [iStart, iEnd) of phrase iPhrase.  iRange is set by
-** the chooser to the merged highlight the match belongs to. */
+/* One match: characters [iStart, iEnd) of phrase iPhrase.  iByte is a byte
+** offset inside the character iStart (its first byte, as a rule), or -1 when
+** the caller does not know it; knowing it spares the chooser reading the text
+** from its start.  iRange is set by the chooser to the merged highlight the
+** match belongs to. */
 typedef struct CjkSnipHit {
   int iPhrase;
   int iStart, iEnd;
+  int iByte;
   int iRange;
 } CjkSnipHit;
 

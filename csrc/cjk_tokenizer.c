@@ -12,12 +12,15 @@
 **     (copied into each registration), so the host's heap limit and memory
 **     accounting see it; extra memory per call is O(CJK_CHUNK), not O(nText),
 **     unless one token unicode61 reads is longer than that (then O(its length)).
+**   - Every position is counted as emitting every token would count it, also
+**     where cjk_match's collector is spared tokens it does not need.
 **   - The first non-OK code returned by xToken stops tokenizing.  SQLITE_DONE
 **     then becomes SQLITE_OK, as SQLite's own tokenizers return it; any other
 **     code is returned as is.
 */
 #include <string.h>
 
+#include "cjk_aux.h"
 #include "cjk_chars.h"
 #include "cjk_tokenizer.h"
 #include "cjk_variants.h"
@@ -46,6 +49,8 @@ typedef struct CjkTokenizer {
   unsigned *aSep;             /* ... which then split CJK runs */
   int bFoldVariants;          /* fold_variants 1: Han variants fold (cjk_variants.h) */
   int bUnigrams;              /* unigrams 1: see "unigrams option" below */
+  int bAsciiKnown;            /* aByteClass is set (the probe at xCreate worked) */
+  unsigned char aByteClass[256]; /* per byte: BYTE_SEP, BYTE_TOKEN or BYTE_OTHER (non-ASCII) */
 } CjkTokenizer;
 
 /* Per-call state shared with the callback that forwards unicode61's tokens. */
@@ -61,6 +66,11 @@ typedef struct TokState {
   int bAfterCjk;   /* the last token emitted came from a CJK run */
   int iRunEnd;     /* end offset of the last CJK run */
   unsigned lastCp; /* its last character, folded */
+  /* Sparing cjk_match's collector (see spareToken), when bSpare is set: */
+  int bSpare;
+  int nSpare;      /* positions it does not need before the next one it does (-1: none) */
+  int nSpared;     /* tokens counted, not emitted, not yet told to it */
+  int bLastSpared; /* the last token not colocated was counted: so are those colocated with it */
 } TokState;
 
 /* Full-width ASCII must be folded before unicode61 sees it, which means a
@@ -253,6 +263,43 @@ static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const 
   return SQLITE_OK;
 }
 
+/* ---- sparing cjk_match's collector ------------------------------------
+** cjk_match re-tokenizes a column only to place a few tokens (cjk_aux.h,
+** cjk_collect_token).  With its collector as xToken, a token at a position
+** it does not need is counted, not emitted (spareToken): a CJK run's tokens,
+** and whole ASCII tokens, which are then not handed to unicode61 at all
+** (spareSegment).  That needs unicode61's ASCII token characters under this
+** instance's options (categories, tokenchars, separators): unicode61 classes
+** each ASCII character on its own, so tokenizing each alone tells them. */
+
+/* aByteClass: an ASCII separator, an ASCII token character, any other byte. */
+#define BYTE_SEP 0
+#define BYTE_TOKEN 1
+#define BYTE_OTHER 2
+
+static int countToken(void *pCtx, int tflags, const char *pTok, int nTok, int iStart, int iEnd) {
+  (void)tflags, (void)pTok, (void)nTok, (void)iStart, (void)iEnd;
+  (*(int *)pCtx)++;
+  return SQLITE_OK;
+}
+
+static void probeAscii(CjkTokenizer *p) {
+  int c;
+  for (c = 0; c < 128; c++) {
+    char ch = (char)c;
+    int nTok = 0, rc;
+    if (p->bV2) {
+      rc = p->inner2.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, &ch, 1, 0, 0, countToken);
+    } else {
+      rc = p->inner1.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, &ch, 1, countToken);
+    }
+    if (rc != SQLITE_OK) return; /* out of memory, say: this instance always tokenizes in full */
+    p->aByteClass[c] = nTok > 0 ? BYTE_TOKEN : BYTE_SEP;
+  }
+  for (c = 128; c < 256; c++) p->aByteClass[c] = BYTE_OTHER;
+  p->bAsciiKnown = 1;
+}
+
 /* ---- create / delete --------------------------------------------------- */
 
 static void cjkDelete(Fts5Tokenizer *pTok) {
@@ -307,6 +354,7 @@ static int cjkCreate(void *pUserData, const char **azArg, int nArg, Fts5Tokenize
   }
   if (azInner != azArg) p->xFree((void *)azInner);
   if (rc == SQLITE_OK) rc = collectSeparators(p, azArg, nArg);
+  if (rc == SQLITE_OK) probeAscii(p);
   if (rc != SQLITE_OK) {
     cjkDelete((Fts5Tokenizer *)p);
     return rc;
@@ -328,9 +376,27 @@ static int isCjkLetter(const CjkTokenizer *p, unsigned cp) {
 }
 
 static int emit(TokState *s, int tflags, const char *pTok, int nTok, int iStart, int iEnd) {
-  int rc = s->xToken(s->pCtx, tflags, pTok, nTok, iStart, iEnd);
+  int rc;
+  if (s->bSpare) {
+    if (s->nSpared > 0) cjk_collect_skip(s->pCtx, s->nSpared); /* it counts positions */
+    s->nSpared = 0;
+    if ((tflags & FTS5_TOKEN_COLOCATED) == 0) s->bLastSpared = 0;
+  }
+  rc = s->xToken(s->pCtx, tflags, pTok, nTok, iStart, iEnd);
   if (rc != SQLITE_OK && s->rc == SQLITE_OK) s->rc = rc;
+  if (s->bSpare) s->nSpare = cjk_collect_skippable(s->pCtx);
   return rc;
+}
+
+/* Sparing the collector: count the next token that is not colocated instead
+** of emitting it, when the collector does not need its position?  (Tokens
+** colocated with it then go too: they are at that position.) */
+static int spareToken(TokState *s) {
+  if (!s->bSpare || s->nSpare <= 0) return 0;
+  s->nSpare--;
+  s->nSpared++;
+  s->bLastSpared = 1;
+  return 1;
 }
 
 /* xToken for the wrapped unicode61: map offsets back to the input. */
@@ -437,6 +503,39 @@ static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsign
   return rc;
 }
 
+/* tokenizeSegment() for the collector: the segment z[iSeg..iEnd) of the
+** input.  Whole ASCII tokens (ending at an ASCII separator or the segment's
+** end) it does not need are counted; the rest goes to unicode61 in pieces
+** that start after a separator (or at the segment's start) and end at one
+** (or at its end), where unicode61's tokens end and begin whatever lies
+** around them: so positions and emitted tokens are tokenizeSegment()'s.
+** Returns SQLITE_DONE once the collector wants no more. */
+static int spareSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned char *z, int iSeg, int iEnd,
+                        int bFold, const char *pLocale, int nLocale) {
+  const unsigned char *aClass = p->aByteClass;
+  int i = iSeg, rc = SQLITE_OK;
+  while (i < iEnd) {
+    int j, k, bAscii;
+    while (i < iEnd && aClass[z[i]] == BYTE_SEP) i++;
+    if (i >= iEnd) break;
+    if (s->nSpare < 0) return SQLITE_DONE;
+    for (j = i; j < iEnd && aClass[z[j]] == BYTE_TOKEN; j++) {
+    }
+    bAscii = j > i && (j == iEnd || aClass[z[j]] == BYTE_SEP);
+    if (bAscii && spareToken(s)) {
+      s->bAfterCjk = 0; /* as when forwardToken() emits it */
+      i = j;
+      continue;
+    }
+    for (k = j; k < iEnd && aClass[z[k]] != BYTE_SEP; k++) {
+    }
+    rc = tokenizeSegment(p, s, flags, z + i, k - i, i, bAscii ? 0 : bFold, pLocale, nLocale);
+    if (rc != SQLITE_OK) break;
+    i = k;
+  }
+  return rc;
+}
+
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
 ** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter.
 ** Variation selectors after it are part of it (skipped, so *pi moves past
@@ -481,10 +580,12 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
       ** would match across the break.  Runs that don't share that character
       ** can't form a false phrase, so they need no gap (and the index is
       ** smaller without one). */
-      rc = emit(s, 0, CJK_GAP_TOKEN, (int)sizeof(CJK_GAP_TOKEN) - 1, s->iRunEnd, iStart);
-      if (rc != SQLITE_OK) return rc;
+      if (!spareToken(s)) {
+        rc = emit(s, 0, CJK_GAP_TOKEN, (int)sizeof(CJK_GAP_TOKEN) - 1, s->iRunEnd, iStart);
+        if (rc != SQLITE_OK) return rc;
+      }
     }
-    if (nChar > 0) {
+    if (nChar > 0 && !spareToken(s)) {
       int nCur = cjk_utf8_put(cp, (unsigned char *)aTok + nPrev);
       rc = emit(s, 0, aTok, nPrev + nCur, iPrev, i);
       if (rc != SQLITE_OK) return rc;
@@ -500,10 +601,10 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
     nChar++;
   }
   /* here aTok[0..nPrev) holds the last character, which spans z[iPrev..i) */
-  if (nChar == 1) {
+  if (nChar == 1 && !spareToken(s)) {
     rc = emit(s, 0, aTok, nPrev, iPrev, i);
     if (rc != SQLITE_OK) return rc;
-  } else if (nChar > 1 && !(flags & FTS5_TOKENIZE_QUERY)) {
+  } else if (nChar > 1 && !(flags & FTS5_TOKENIZE_QUERY) && !s->bLastSpared) {
     rc = emit(s, FTS5_TOKEN_COLOCATED, aTok, nPrev, iPrev, i);
     if (rc != SQLITE_OK) return rc;
   }
@@ -533,6 +634,10 @@ static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *p
   memset(&s, 0, sizeof(s));
   s.pCtx = pCtx;
   s.xToken = xToken;
+  if (xToken == cjk_collect_token && p->bAsciiKnown) { /* cjk_match's collector: spareToken() */
+    s.bSpare = 1;
+    s.nSpare = cjk_collect_skippable(pCtx);
+  }
   while (i < n && rc == SQLITE_OK) {
     /* a segment of non-CJK text: [iSeg, i) */
     int iSeg = i, bFold = 0, bCjk = 0, iNext = -1;
@@ -540,7 +645,7 @@ static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *p
       unsigned cp;
       int j;
       if (z[i] < 0x80) {
-        i++;
+        i = cjk_ascii_end(z, i, n);
         continue;
       }
       j = cjk_utf8_next(z, n, i, &cp);
@@ -558,7 +663,10 @@ static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *p
       if (cp >= 0xFF01 && cp <= 0xFF5E) bFold = 1;
       i = j;
     }
-    if (i > iSeg) {
+    if (i > iSeg && s.bSpare) {
+      rc = spareSegment(p, &s, flags, z, iSeg, i, bFold, pLocale, nLocale);
+      if (rc != SQLITE_OK) break;
+    } else if (i > iSeg) {
       rc = tokenizeSegment(p, &s, flags, z + iSeg, i - iSeg, iSeg, bFold, pLocale, nLocale);
       if (rc != SQLITE_OK) break;
     }

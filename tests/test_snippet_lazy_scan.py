@@ -1,13 +1,16 @@
-"""The snippet rule reads a text only a little past its focus, and chooses the
-same window as it would having measured the whole text.
+"""The snippet rule reads a text only around its focus, and chooses the same
+window as it would having measured the whole text.
 
-``cjk_snip_choose`` (csrc/cjk_snippet.c) no longer counts every character of
-a text: past the region around the focus it reads on only to the first
+``cjk_snip_choose`` (csrc/cjk_snippet.c) does not count every character of a
+text: past the region around the focus it reads on only to the first
 non-space character beyond what its edge phases compare with, and keeps lower
-bounds for the character count and the end of the last non-space character.
-A small C program includes the chooser and runs its phases twice on random
-texts -- once as shipped, once with those two numbers measured over the whole
-text -- and compares every output: the window, both cut flags, the first
+bounds for the character count and the end of the last non-space character;
+and when the caller gives the focus's byte offset (cjk_match does), it starts
+reading a little before the focus instead of at the text's start.  A small C
+program includes the chooser and runs its phases twice on random texts --
+once as shipped, with most matches' byte offsets given (the first byte of
+their character or one inside it), once with those two numbers measured over
+the whole text and no byte offset given -- and compares every output: the window, both cut flags, the first
 highlight shown, the region and its byte offsets, and the return code.  The
 texts mix ASCII words, sentence ends, CJK, full-width and ASCII white space,
 combining marks, joiners, four-byte characters and invalid bytes, with long
@@ -68,7 +71,19 @@ static void measureAll(const unsigned char *z, int n, int *pChar, int *pFirst, i
   *pLastEnd = last;
 }
 
-/* The reference: the chooser's phases with the whole text measured first. */
+/* A byte of character u (its first, or at random one inside it), as
+** cjk_match knows it. */
+static int byteOf(const unsigned char *z, int n, int u) {
+  int b = 0, k, bNext;
+  unsigned cp;
+  for (k = 0; k < u && b < n; k++) b = cjk_utf8_step(z, n, b, &cp);
+  if (b >= n) return b;
+  bNext = cjk_utf8_step(z, n, b, &cp);
+  return rnd(2) ? b : b + (int)rnd((unsigned)(bNext - b));
+}
+
+/* The reference: the chooser's phases with the whole text measured first
+** (and read from its start: the matches' bytes are not given). */
 static int chooseMeasured(const unsigned char *z, int n, long long nMax, CjkSnipWork *w, CjkSnipWindow *pOut) {
   Snip s;
   int i, nChar, first, lastEnd;
@@ -126,11 +141,13 @@ int main(int argc, char **argv) {
       a.aHit[i].iStart = s0;
       a.aHit[i].iEnd = s0 + len > nChar ? nChar : s0 + len;
       a.aHit[i].iPhrase = (int)rnd((unsigned)nPhrase);
+      a.aHit[i].iByte = rnd(4) ? byteOf(z, n, s0) : -1;
       a.aHit[i].iRange = -1;
     }
     /* work space sized by characters (Python) or by bytes (cjk_match), or too small (an error) */
     nAlloc = cjk_snip_region_size(W, rnd(8) == 0 ? (int)rnd((unsigned)nChar + 1) : rnd(2) ? nChar : n);
     memcpy(b.aHit, a.aHit, sizeof(a.aHit));
+    for (i = 0; i < nHit; i++) b.aHit[i].iByte = -1;
     a.w.aHit = a.aHit; a.w.aRange = a.aRange; a.w.aCnt = a.aCnt; a.w.aCp = a.aCp; a.w.aOff = a.aOff;
     b.w.aHit = b.aHit; b.w.aRange = b.aRange; b.w.aCnt = b.aCnt; b.w.aCp = b.aCp; b.w.aOff = b.aOff;
     a.w.nHit = b.w.nHit = nHit;
