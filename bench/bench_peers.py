@@ -513,8 +513,9 @@ def fmt_targets(b, builds, terms, ours):
                     f"its raw MATCH takes {ms((o['raw newest'] or {'p95': 0})['p95'])} ms")
             L.append(f"  - Why: {head}. The 20 hits' snippets read {o['hit_chars']:,} characters of their text: "
                      "the one snippet rule shows the stretch with the most matches, so `cjk_match` re-tokenizes "
-                     "each hit up to its last match to place every one, and reads it up to a little past the "
-                     f"snippet. Over every term, the snippets cost {ms(rate[len(rate) // 2])} ms per 1,000 "
+                     "each hit up to its last match to place every one (counting the tokens before them, not "
+                     "emitting them), and reads it up to a little past the snippet. Over every term, the "
+                     f"snippets cost {ms(rate[len(rate) // 2])} ms per 1,000 "
                      "characters of hit text (median), so the target holds where the newest 20 hits are short.")
     w = worst("raw newest")
     if w:
