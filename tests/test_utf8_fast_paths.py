@@ -10,7 +10,10 @@ edges of every UTF-8 byte class, at every input length from 1 to 4; and checks
 that every code point ``cjk_utf8_put`` encodes decodes back to itself.  A
 fast path that read past the input, took an overlong form, a surrogate,
 U+FFFE/U+FFFF or a sequence with a stray continuation byte as well-formed,
-would make the tokenizer or the snippet rule disagree with themselves.
+would make the tokenizer or the snippet rule disagree with themselves.  And
+``cjk_ascii_end`` (where ASCII ends, eight bytes at a time) answers as a
+byte-at-a-time scan does, from every start in buffers with a high byte at
+every place.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from _c_compiler import check_program  # noqa: E402
 
 PROGRAM = r"""
 #include <stdio.h>
+#include <stdlib.h>
 #include "cjk_chars.h"
 #include "cjk_snippet.h"
 
@@ -77,6 +81,31 @@ int main(void) {
       }
     }
     nChecked++;
+  }
+  {
+    /* cjk_ascii_end (eight bytes at a time) against a byte at a time: one
+    ** byte >= 0x80 (or none) at every place of buffers up to 40 bytes long,
+    ** from every start; z2 is exactly n bytes, so ASan sees any read past it. */
+    int i, hi, m;
+    for (n = 0; n <= 40; n++) {
+      for (hi = -1; hi < n; hi++) {
+        for (m = 0; m < 2; m++) {
+          unsigned char *z2 = malloc(n > 0 ? (size_t)n : 1);
+          for (i = 0; i < n; i++) z2[i] = (unsigned char)(m ? 0x7F : 0x20 + i);
+          if (hi >= 0) z2[hi] = m ? 0x80 : 0xE4;
+          for (i = 0; i <= n; i++) {
+            int e = i;
+            while (e < n && z2[e] < 0x80) e++;
+            if (cjk_ascii_end(z2, i, n) != e) {
+              if (nBad++ < 5) printf("ascii_end n=%d high byte at %d from %d: %d, not %d\n", n, hi, i,
+                                     cjk_ascii_end(z2, i, n), e);
+            }
+            nChecked++;
+          }
+          free(z2);
+        }
+      }
+    }
   }
   printf("checked %ld, differing %ld\n", nChecked, nBad);
   return nBad != 0;
