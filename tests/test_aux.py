@@ -636,10 +636,11 @@ def test_property_cjk_highlights_are_exact(runs, seps, data):
 
 # ---- re-tokenizing spares what it does not need ---------------------------------
 # cjk_match re-tokenizes a column to place its instances; cjk_unicode61 counts
-# the whole ASCII tokens the collector does not need instead of emitting them
-# (csrc/cjk_aux.h, cjk_collect_token).  The highlights must be those the full
-# tokenization gives, which cjk_tokenizer.tokenize() shows (it runs the
-# tokenizer with a callback of its own, so nothing is spared there).
+# the tokens the collector does not need instead of emitting them (whole ASCII
+# tokens, a CJK run's bigrams, unigrams and gaps; csrc/cjk_aux.h,
+# cjk_collect_token).  The highlights must be those the full tokenization
+# gives, which cjk_tokenizer.tokenize() shows (it runs the tokenizer with a
+# callback of its own, so nothing is spared there).
 
 _SPARE_ARGS = [(), ("remove_diacritics", "2", "unigrams", "1"), ("tokenchars", "-_."),
                ("separators", "xX"), ("categories", "L* N* Co P*"), ("remove_diacritics", "0", "tokenchars", "é")]
