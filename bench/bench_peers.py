@@ -621,8 +621,9 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
 
 def shared_args(ap, workdir, json_name):
     """The options every peer benchmark takes: runs, workdir, the peers' cache, RESULTS.md, --report."""
-    ap.add_argument("--runs", type=_positive_int, default=RUNS, help="timed runs per query at most: each gets as many as fit "
-                    f"in about 1 s, 3 at least (default {RUNS}: a p95 of 15 runs is their slowest but one)")
+    ap.add_argument("--runs", type=_positive_int, default=RUNS,
+                    help="timed runs per query at most: each gets as many as fit in about 1 s, 3 at least "
+                    f"(default {RUNS}: a p95 of 15 runs is their slowest but one)")
     ap.add_argument("--workdir", default=workdir)
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/cjk_tokenizer-bench"),
                     help="where the peers are downloaded and built (kept between runs)")
