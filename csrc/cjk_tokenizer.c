@@ -50,7 +50,9 @@ typedef struct CjkTokenizer {
   int bFoldVariants;          /* fold_variants 1: Han variants fold (cjk_variants.h) */
   int bUnigrams;              /* unigrams 1: see "unigrams option" below */
   int bAsciiKnown;            /* aByteClass is set (the probe at xCreate worked) */
+  int bAsciiAlnum;            /* ... and its ASCII token characters are exactly [0-9A-Za-z] */
   unsigned char aByteClass[256]; /* per byte: BYTE_SEP, BYTE_TOKEN or BYTE_OTHER (non-ASCII) */
+  uint64_t mSymbolSep;        /* bit k: U+3000+k (CJK punctuation) is a separator, when bAsciiKnown */
 } CjkTokenizer;
 
 /* Per-call state shared with the callback that forwards unicode61's tokens. */
@@ -270,12 +272,42 @@ static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const 
 ** and whole ASCII tokens, which are then not handed to unicode61 at all
 ** (spareSegment).  That needs unicode61's ASCII token characters under this
 ** instance's options (categories, tokenchars, separators): unicode61 classes
-** each ASCII character on its own, so tokenizing each alone tells them. */
+** each ASCII character on its own, so tokenizing each alone tells them; the
+** CJK punctuation between runs is probed the same way (noTokenIn).  Where
+** the ASCII token characters are unicode61's default ones, whole tokens are
+** counted eight bytes at a time (countAsciiTokens), and a CJK run's common
+** three-byte letters are counted without the full read (plainCjk). */
 
 /* aByteClass: an ASCII separator, an ASCII token character, any other byte. */
 #define BYTE_SEP 0
 #define BYTE_TOKEN 1
 #define BYTE_OTHER 2
+
+/* Eight ASCII bytes at a time, for an instance whose ASCII token characters
+** are [0-9A-Za-z] (bAsciiAlnum, unicode61's default).  Each byte of a word
+** holds its class in its high bit (set: a token character); byte k of the
+** text must be bits 8k..8k+7 of the word, so a big-endian host does without
+** (probeAscii). */
+#define SWAR_ONES 0x0101010101010101ull
+#define SWAR_HIGH 0x8080808080808080ull
+
+static const unsigned char kLittleEndianOne[8] = {1, 0, 0, 0, 0, 0, 0, 0};
+
+static uint64_t loadWord(const unsigned char *z) {
+  uint64_t w;
+  memcpy(&w, z, 8); /* no alignment or aliasing assumption */
+  return w;
+}
+
+/* w holds eight bytes below 0x80: the high bit of each [0-9A-Za-z] byte.
+** Adding (0x80 - lo) to a byte sets its high bit exactly when it is >= lo,
+** and no sum carries into the next byte (0x7F + 0x50 < 0x100). */
+static uint64_t alnumBits(uint64_t w) {
+  uint64_t l = w | 0x20 * SWAR_ONES; /* A-Z onto a-z; no other byte lands in a-z */
+  uint64_t digit = (w + 0x50 * SWAR_ONES) & ~(w + 0x46 * SWAR_ONES); /* >= '0' and not >= ':' */
+  uint64_t alpha = (l + 0x1F * SWAR_ONES) & ~(l + 0x05 * SWAR_ONES); /* >= 'a' and not >= '{' */
+  return (digit | alpha) & SWAR_HIGH;
+}
 
 static int countToken(void *pCtx, int tflags, const char *pTok, int nTok, int iStart, int iEnd) {
   (void)tflags, (void)pTok, (void)nTok, (void)iStart, (void)iEnd;
@@ -283,21 +315,45 @@ static int countToken(void *pCtx, int tflags, const char *pTok, int nTok, int iS
   return SQLITE_OK;
 }
 
+/* How many tokens unicode61 makes of z[0..n) alone, or -1 on an error. */
+static int innerTokenCount(CjkTokenizer *p, const char *z, int n) {
+  int nTok = 0, rc;
+  if (p->bV2) {
+    rc = p->inner2.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, z, n, 0, 0, countToken);
+  } else {
+    rc = p->inner1.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, z, n, countToken);
+  }
+  return rc == SQLITE_OK ? nTok : -1;
+}
+
+/* Classes every ASCII character, and the CJK punctuation of U+3000..U+303F
+** (which in CJK text sits between most runs), as unicode61 does under this
+** instance's options.  On an error (out of memory, say) bAsciiKnown stays 0
+** and this instance always tokenizes in full. */
 static void probeAscii(CjkTokenizer *p) {
   int c;
+  uint64_t m = 0;
   for (c = 0; c < 128; c++) {
     char ch = (char)c;
-    int nTok = 0, rc;
-    if (p->bV2) {
-      rc = p->inner2.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, &ch, 1, 0, 0, countToken);
-    } else {
-      rc = p->inner1.xTokenize(p->pInner, (void *)&nTok, FTS5_TOKENIZE_AUX, &ch, 1, countToken);
-    }
-    if (rc != SQLITE_OK) return; /* out of memory, say: this instance always tokenizes in full */
+    int nTok = innerTokenCount(p, &ch, 1);
+    if (nTok < 0) return;
     p->aByteClass[c] = nTok > 0 ? BYTE_TOKEN : BYTE_SEP;
   }
+  for (c = 0; c < 64; c++) {
+    unsigned char a[3];
+    int nTok = innerTokenCount(p, (const char *)a, cjk_utf8_put(0x3000u + (unsigned)c, a));
+    if (nTok < 0) return;
+    if (nTok == 0) m |= (uint64_t)1 << c;
+  }
+  p->mSymbolSep = m;
   for (c = 128; c < 256; c++) p->aByteClass[c] = BYTE_OTHER;
   p->bAsciiKnown = 1;
+  p->bAsciiAlnum = 1;
+  for (c = 0; c < 128; c++) {
+    int bAlnum = (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+    if (p->aByteClass[c] != (bAlnum ? BYTE_TOKEN : BYTE_SEP)) p->bAsciiAlnum = 0;
+  }
+  if (loadWord(kLittleEndianOne) != 1) p->bAsciiAlnum = 0; /* a big-endian host */
 }
 
 /* ---- create / delete --------------------------------------------------- */
@@ -391,7 +447,7 @@ static int emit(TokState *s, int tflags, const char *pTok, int nTok, int iStart,
 /* Sparing the collector: count the next token that is not colocated instead
 ** of emitting it, when the collector does not need its position?  (Tokens
 ** colocated with it then go too: they are at that position.) */
-static int spareToken(TokState *s) {
+CJK_INLINE int spareToken(TokState *s) {
   if (!s->bSpare || s->nSpare <= 0) return 0;
   s->nSpare--;
   s->nSpared++;
@@ -503,6 +559,60 @@ static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsign
   return rc;
 }
 
+/* Count whole ASCII tokens from z[i] (a token's first byte) on, at most nMax,
+** a word at a time while the words are ASCII.  A token counts once its end
+** is seen, at an ASCII separator inside the words read.  Returns where the
+** count stops, the first byte of a token or just after a separator, so the
+** caller goes on from there as if it had counted *pnTok tokens one by one;
+** a token still open there (it may run into non-ASCII) is not counted. */
+static int countAsciiTokens(const unsigned char *aClass, const unsigned char *z, int i, int iEnd, int nMax,
+                            int *pnTok) {
+  int q = i, nTok = 0;
+  uint64_t open = 0; /* the byte before z[q] is a token character (as bit 7) */
+  while (q <= iEnd - 8) {
+    uint64_t w = loadWord(z + q), t, starts;
+    int nStart, nDone;
+    if (w & SWAR_HIGH) break;
+    t = alnumBits(w);
+    starts = t & ~((t << 8) | open);
+    nStart = (int)((((starts >> 7) * SWAR_ONES) >> 56) & 0xFF);
+    /* the tokens alive in the word: one carried in, plus those starting in
+    ** it; all but one still open at its last byte have ended */
+    nDone = (open ? 1 : 0) + nStart - (int)(t >> 63);
+    if (nDone > nMax - nTok) break;
+    nTok += nDone;
+    open = (t >> 63) << 7;
+    q += 8;
+  }
+  if (open) {
+    while (q > i && aClass[z[q - 1]] == BYTE_TOKEN) q--; /* back to the open token's start */
+  }
+  *pnTok = nTok;
+  return q;
+}
+
+/* Non-zero if unicode61 makes no token of z[i..k): every character in it is
+** an ASCII separator, a full-width form of one (folded before unicode61 sees
+** it), or CJK punctuation it treats as a separator (mSymbolSep). */
+static int noTokenIn(const CjkTokenizer *p, const unsigned char *z, int i, int k) {
+  while (i < k) {
+    if (z[i] < 0x80) {
+      if (p->aByteClass[z[i]] != BYTE_SEP) return 0;
+      i++;
+    } else if (i + 2 < k && z[i] == 0xE3 && z[i + 1] == 0x80 && (z[i + 2] & 0xC0) == 0x80) {
+      if (((p->mSymbolSep >> (z[i + 2] & 0x3F)) & 1) == 0) return 0; /* U+3000..U+303F */
+      i += 3;
+    } else if (i + 2 < k && z[i] == 0xEF && (z[i + 1] == 0xBC || z[i + 1] == 0xBD) && (z[i + 2] & 0xC0) == 0x80) {
+      unsigned cp = 0xF000u | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu); /* U+FF00..U+FF7F */
+      if (cp < 0xFF01 || cp > 0xFF5E || p->aByteClass[cp - 0xFEE0] != BYTE_SEP) return 0;
+      i += 3;
+    } else {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 /* tokenizeSegment() for the collector: the segment z[iSeg..iEnd) of the
 ** input.  Whole ASCII tokens (ending at an ASCII separator or the segment's
 ** end) it does not need are counted; the rest goes to unicode61 in pieces
@@ -519,6 +629,17 @@ static int spareSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned 
     while (i < iEnd && aClass[z[i]] == BYTE_SEP) i++;
     if (i >= iEnd) break;
     if (s->nSpare < 0) return SQLITE_DONE;
+    if (p->bAsciiAlnum && s->nSpare > 1 && aClass[z[i]] == BYTE_TOKEN) {
+      int nTok, q = countAsciiTokens(aClass, z, i, iEnd, s->nSpare, &nTok);
+      if (nTok > 0) {
+        s->nSpare -= nTok; /* as nTok calls of spareToken() */
+        s->nSpared += nTok;
+        s->bLastSpared = 1;
+        s->bAfterCjk = 0;
+        i = q;
+        continue;
+      }
+    }
     for (j = i; j < iEnd && aClass[z[j]] == BYTE_TOKEN; j++) {
     }
     bAscii = j > i && (j == iEnd || aClass[z[j]] == BYTE_SEP);
@@ -529,11 +650,32 @@ static int spareSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned 
     }
     for (k = j; k < iEnd && aClass[z[k]] != BYTE_SEP; k++) {
     }
+    if (noTokenIn(p, z, i, k)) { /* CJK punctuation, say: nothing to emit or count */
+      i = k;
+      continue;
+    }
     rc = tokenizeSegment(p, s, flags, z + i, k - i, i, bAscii ? 0 : bFold, pLocale, nLocale);
     if (rc != SQLITE_OK) break;
     i = k;
   }
   return rc;
+}
+
+/* The code point of a "plain" CJK letter at z[i], or 0: a Han ideograph of
+** U+4E00..U+9FFF, a Hangul syllable, or a kana of U+3041..U+3096 or
+** U+30A1..U+30FA, all three bytes long.  readCjk() reads one as itself (CJK
+** under any options but separators=, which may name it; no width or voiced
+** form) when the next character is plain too: then no voiced mark or
+** variation selector follows it. */
+CJK_INLINE unsigned plainCjk(const unsigned char *z, int n, int i) {
+  unsigned cp;
+  if (i + 2 >= n || z[i] < 0xE3 || z[i] > 0xED || (z[i + 1] & 0xC0) != 0x80 || (z[i + 2] & 0xC0) != 0x80) return 0;
+  cp = ((z[i] & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu);
+  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0x3041 && cp <= 0x3096) ||
+      (cp >= 0x30A1 && cp <= 0x30FA)) {
+    return cp;
+  }
+  return 0;
 }
 
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
@@ -571,7 +713,27 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
   unsigned cp, prevCp = 0;
   int i = *pi, iPrev = i, nChar = 0, nPrev = 0, rc;
   for (;;) {
-    int iStart = i;
+    int iStart;
+    if (nChar > 0 && s->bSpare && p->nSep == 0) {
+      /* Sparing: a plain character followed by another is one position, the
+      ** bigram it ends; only the last one counted needs its full form. */
+      unsigned next = plainCjk(z, n, i), after;
+      int bCounted = 0;
+      while (next && s->nSpare > 0 && (after = plainCjk(z, n, i + 3)) != 0) {
+        spareToken(s);
+        prevCp = next;
+        iPrev = i;
+        i += 3;
+        nChar++;
+        bCounted = 1;
+        next = after;
+      }
+      if (bCounted) {
+        if (p->bFoldVariants) prevCp = cjk_fold_variant(prevCp);
+        nPrev = cjk_utf8_put(prevCp, (unsigned char *)aTok);
+      }
+    }
+    iStart = i;
     if (!readCjk(p, z, n, &i, &cp)) break;
     if (nChar == 0 && s->bAfterCjk && cp == s->lastCp) {
       /* Only separators since the last run, and this run starts with the

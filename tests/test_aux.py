@@ -643,7 +643,8 @@ def test_property_cjk_highlights_are_exact(runs, seps, data):
 # callback of its own, so nothing is spared there).
 
 _SPARE_ARGS = [(), ("remove_diacritics", "2", "unigrams", "1"), ("tokenchars", "-_."),
-               ("separators", "xX"), ("categories", "L* N* Co P*"), ("remove_diacritics", "0", "tokenchars", "é")]
+               ("separators", "xX"), ("categories", "L* N* Co P*"), ("remove_diacritics", "0", "tokenchars", "é"),
+               ("fold_variants", "1", "unigrams", "1"), ("separators", "目"), ("tokenchars", "、_")]
 _SPARE_CONNS: dict = {}
 
 
@@ -666,6 +667,16 @@ _spare_piece = st.one_of(
     st.sampled_from(["PASSED tests/test_core.py::test_x ", "def f(a, b):\n    return a\n", "项目管理系统。",
                      "目标是部署", "파일을 저장했습니다 "]).map(lambda s: s * 6),
     st.text(alphabet="项目标部署", min_size=1, max_size=8),
+    # plain CJK letters next to those that are not: voiced marks (combining and
+    # half-width), a variation selector, traditional forms, a non-Han block
+    st.lists(st.sampled_from(["が", "か\u3099", "ｶﾞ", "ゔ", "カ", "ー", "學", "习", "葛\U000E0100", "파", "일",
+                              "㐀", "䷀", "一", "鿿", "가", "힣", "\ud7a4", "ぁ", "ヺ", "・", "ヽ", "目"]),
+             min_size=1, max_size=10).map("".join),
+    # CJK punctuation and full-width forms between runs: separators or not,
+    # depending on the options (categories, tokenchars)
+    st.lists(st.sampled_from(["，", "。", "、", "「", "」", "（", "）", "：", "！", "〜", "〆", "々", "〇", "\u3000",
+                              "\u303f", "．", "ａ", "１", "＿", "_", " ", "项", "目"]),
+             min_size=1, max_size=10).map("".join),
 )
 
 
@@ -695,21 +706,64 @@ def test_highlights_are_those_of_the_full_tokenization(pieces, args, data):
         if all(not t.isascii() for t in wanted):
             assert res == cm(conn, query, max_chars=30, table="p", labels="content"), (query, text)
         return
+    merged = _full_highlights(text, toks, wanted)
+    assert res[0]["match_count"] == len(merged), (query, text)
+    assert res[0]["matches"] == merged[:100], (query, text)
+    check_consistent(res[0], text, 30)
+
+
+def _full_highlights(text, toks, wanted):
+    """The highlights of the tokens ``wanted`` in the full tokenization ``toks`` of
+    ``text``: character spans, overlapping or touching ones merged (the contract)."""
     data_b = text.encode()
 
     def char(b):
         return len(data_b[:b].decode())
 
-    spans = sorted((char(s), char(e)) for t, s, e, _ in toks if t in wanted)
     merged = []
-    for s, e in spans:  # overlapping or touching highlights merge, as the contract says
+    for s, e in sorted((char(s), char(e)) for t, s, e, _ in toks if t in wanted):
         if merged and s <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], e)
         else:
             merged.append([s, e])
-    assert res[0]["match_count"] == len(merged), (query, text)
-    assert res[0]["matches"] == merged[:100], (query, text)
-    check_consistent(res[0], text, 30)
+    return merged
+
+
+@pytest.mark.parametrize("args", [(), ("tokenchars", "-_.")])
+def test_every_ascii_byte_between_spared_tokens(args):
+    # Under unicode61's default ASCII token characters, whole ASCII tokens are
+    # counted eight bytes at a time: every ASCII byte, at every place in a word,
+    # between and inside tokens that end there or run on (into non-ASCII too).
+    from cjk_tokenizer import tokenize
+
+    rows = []
+    for c in map(chr, range(1, 128)):
+        for k in range(1, 10):
+            rows.append(f"w{c}x{c * k}y{'z' * k}9{c}")
+        rows.append(f"ab{c}cdé{c}gh{c}项目")
+    text = " ".join(f"{row} {'needle ' if i % 7 == 0 else ''}{'.' * (i % 8)}" for i, row in enumerate(rows))
+    text += " needle"
+    conn = _spare_conn(args)
+    conn.execute("delete from s")
+    conn.execute("insert into s(rowid, content) values(1, ?)", (text,))
+    toks = tokenize(text, mode="aux", args=args)
+    for wanted in (["needle"], ["x"], ["gh", "needle"]):
+        query = " OR ".join(f'"{t}"' for t in wanted)
+        res = cm(conn, query, max_chars=30, table="s", labels="content")
+        merged = _full_highlights(text, toks, wanted)
+        assert merged and res[0]["match_count"] == len(merged), query
+        assert res[0]["matches"] == merged[:100], query
+
+
+def test_lone_character_after_a_spared_run_under_fold_variants():
+    # The bigram after a run's counted characters carries the folded form of the
+    # last one counted: 學 reads as 学, so the unigram 学 alone is highlighted.
+    conn = _spare_conn(("fold_variants", "1", "unigrams", "1"))
+    conn.execute("delete from s")
+    text = "一二三四五六學習"
+    conn.execute("insert into s(rowid, content) values(1, ?)", (text,))
+    res = cm(conn, '"学"', max_chars=30, table="s", labels="content")
+    assert res[0]["matches"] == [[6, 7]]
 
 
 def test_highlight_after_many_spared_tokens_and_a_token_running_into_accents(db):
