@@ -84,10 +84,18 @@ static void bufAppend(Buf *p, const void *z, size_t n) {
 
 static void bufStr(Buf *p, const char *z) { bufAppend(p, z, strlen(z)); }
 
+/* v in decimal (written here: a result can hold hundreds of numbers, and
+** snprintf costs several times as much per number). */
 static void bufInt(Buf *p, long long v) {
-  char aNum[32];
-  int n = snprintf(aNum, sizeof(aNum), "%lld", v);
-  if (n > 0) bufAppend(p, aNum, (size_t)n);
+  char aNum[24];
+  int i = (int)sizeof(aNum);
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do {
+    aNum[--i] = (char)('0' + (int)(u % 10));
+    u /= 10;
+  } while (u);
+  if (v < 0) aNum[--i] = '-';
+  bufAppend(p, aNum + i, sizeof(aNum) - (size_t)i);
 }
 
 
@@ -254,6 +262,7 @@ typedef struct MatchArgs {
   const char *zLabels;
   int nLabels;
   long long nMax; /* max_chars */
+  long long nListed; /* max_matches */
   const char *zOpen, *zClose, *zEllipsis;
   int nOpen, nClose, nEllipsis;
 } MatchArgs;
@@ -864,7 +873,7 @@ static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) 
 }
 
 /* "window", "cut", "matches", "match_count" and the closing brace. */
-static void jsonTail(Buf *pOut, const MatchState *s) {
+static void jsonTail(Buf *pOut, const MatchState *s, long long nListed) {
   const CjkSnipWork *w = &s->w;
   int i;
   bufStr(pOut, ",\"window\":[");
@@ -874,7 +883,7 @@ static void jsonTail(Buf *pOut, const MatchState *s) {
   bufStr(pOut, s->win.bCutBefore ? "],\"cut\":[true," : "],\"cut\":[false,");
   bufStr(pOut, s->win.bCutAfter ? "true]" : "false]");
   bufStr(pOut, ",\"matches\":[");
-  for (i = 0; i < w->nRange && i < CJK_MATCH_MAX_LISTED; i++) {
+  for (i = 0; i < w->nRange && i < nListed; i++) {
     if (i) bufAppend(pOut, ",", 1);
     bufAppend(pOut, "[", 1);
     bufInt(pOut, w->aRange[i].iStart);
@@ -907,11 +916,38 @@ static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   snippetChoose(s, pArgs->nMax, &rc);
   if (rc != SQLITE_OK) return rc;
   jsonSnippet(pOut, pArgs, s);
-  jsonTail(pOut, s);
+  jsonTail(pOut, s, pArgs->nListed);
   return pOut->bOom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
 
+
+/* Read optional number argument i into *pV, truncated and at most nCap; NULL
+** (or absent) leaves *pV.  Returns 0, with the error zErr set on pCtx, when
+** it is not a number >= lo. */
+static int intArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal, int nVal, int i, double lo,
+                  long long nCap, const char *zErr, long long *pV) {
+  const unsigned char *zNum;
+  int eType;
+  double v;
+  if (i >= nVal || (eType = h->value_type(apVal[i])) == SQLITE_NULL) return 1;
+  if (eType != SQLITE_INTEGER && eType != SQLITE_FLOAT) {
+    h->result_error(pCtx, zErr, -1);
+    return 0;
+  }
+  zNum = h->value_text(apVal[i]); /* exact for 64-bit integers, unlike value_int */
+  if (!zNum) {
+    h->result_error_nomem(pCtx);
+    return 0;
+  }
+  v = strtod((const char *)zNum, 0);
+  if (!(v >= lo)) {
+    h->result_error(pCtx, zErr, -1);
+    return 0;
+  }
+  *pV = v > (double)nCap ? nCap : (long long)v;
+  return 1;
+}
 
 /* Read an optional text argument; NULL (or absent) means zDefault. */
 static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
@@ -940,10 +976,10 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   char zErr[160];
   int rc;
 
-  if (nVal < 1 || nVal > 5) {
+  if (nVal < 1 || nVal > 6) {
     h->result_error(pCtx,
                     "cjk_match: wrong number of arguments; use cjk_match(table, labels "
-                    "[, max_chars [, open [, close [, ellipsis]]]])",
+                    "[, max_chars [, open [, close [, ellipsis [, max_matches]]]]])",
                     -1);
     return;
   }
@@ -954,25 +990,12 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
     if (args.nLabels < 0) args.nLabels = 0;
   }
   args.nMax = CJK_MATCH_DEFAULT_CHARS;
-  if (nVal >= 2 && h->value_type(apVal[1]) != SQLITE_NULL) {
-    int eType = h->value_type(apVal[1]);
-    const unsigned char *zNum;
-    double v;
-    if (eType != SQLITE_INTEGER && eType != SQLITE_FLOAT) {
-      h->result_error(pCtx, "cjk_match: max_chars must be a positive integer", -1);
-      return;
-    }
-    zNum = h->value_text(apVal[1]); /* exact for 64-bit integers, unlike value_int */
-    if (!zNum) {
-      h->result_error_nomem(pCtx);
-      return;
-    }
-    v = strtod((const char *)zNum, 0);
-    if (!(v >= 1)) {
-      h->result_error(pCtx, "cjk_match: max_chars must be a positive integer", -1);
-      return;
-    }
-    args.nMax = v > (double)(INT_MAX / 4) ? INT_MAX / 4 : (long long)v;
+  args.nListed = CJK_MATCH_MAX_LISTED;
+  if (!intArg(h, pCtx, apVal, nVal, 1, 1, INT_MAX / 4, "cjk_match: max_chars must be a positive integer",
+              &args.nMax) ||
+      !intArg(h, pCtx, apVal, nVal, 5, 0, INT_MAX, "cjk_match: max_matches must be a non-negative integer",
+              &args.nListed)) {
+    return;
   }
   textArg(h, apVal, nVal, 2, CJK_MATCH_DEFAULT_OPEN, &args.zOpen, &args.nOpen);
   textArg(h, apVal, nVal, 3, CJK_MATCH_DEFAULT_CLOSE, &args.zClose, &args.nClose);

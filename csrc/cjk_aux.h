@@ -3,7 +3,8 @@
 **
 ** SQL signature (an FTS5 auxiliary function: the first argument is the table):
 **
-**   cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis]]]])
+**   cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis
+**                                               [, max_matches]]]]])
 **
 **   labels     comma-separated column labels in the table's column order, e.g.
 **              'content,reasoning,tool_name,tool_calls'.  FTS5 hands auxiliary
@@ -16,6 +17,9 @@
 **   open, close, ellipsis
 **              highlight markers and the cut marker; defaults "**", "**" and
 **              "…" (U+2026).  NULL means the default.
+**   max_matches  how many highlights "matches" lists, default 100 (NULL
+**              also means the default); 0 lists none, for a caller that
+**              needs only the snippet and its first highlight.
 **
 ** Result: a JSON object (valid UTF-8 text):
 **
@@ -33,7 +37,7 @@
 **    "cut": [false, true],                     whether an ellipsis stands before
 **                                              / after it (text left out)
 **    "matches": [[12, 15], [40, 43]],          every highlight in the column
-**                                              (characters), first 100 only
+**                                              (characters), first max_matches only
 **    "match_count": 2}                         how many highlights in all
 **
 ** Rules:

@@ -1,7 +1,7 @@
 """cjk_match(): the reasoning-aware FTS5 auxiliary function (csrc/cjk_aux.c).
 
 Contract (csrc/cjk_aux.h):
-    cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis]]]]) ->
+    cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis [, max_matches]]]]]) ->
     {"matched_in": [...], "column": ..., "snippet": ..., "start": s, "end": e,
      "window": [ws, we], "matches": [[s, e], ...], "match_count": n}
 Offsets are characters of the column text as bytes.decode("utf-8", "replace")
@@ -368,7 +368,8 @@ def test_labels(db):
 
 @pytest.mark.parametrize(
     "args",
-    ["", ", 'a', 0", ", 'a', -5", ", 'a', 'ten'", ", 'a', x'00'", ", 'a', 10, 'o', 'c', 'e', 'x'"],
+    ["", ", 'a', 0", ", 'a', -5", ", 'a', 'ten'", ", 'a', x'00'", ", 'a', 10, 'o', 'c', 'e', 'x'",
+     ", 'a', 10, 'o', 'c', 'e', -1", ", 'a', 10, 'o', 'c', 'e', 5, 6"],
 )
 def test_bad_arguments_raise(db, args):
     add(db, "大别山")
@@ -543,6 +544,20 @@ def test_many_matches(db):
     assert res["match_count"] == 500 and len(res["matches"]) == 100
     assert res["matches"][0] == [0, 3]
     check_consistent(res, column_text(db, rid, "content").decode(), 50)
+
+
+@pytest.mark.parametrize("max_matches, listed", [(0, 0), (2, 2), (None, 100), (2**62, 500), (7.9, 7)])
+def test_max_matches_limits_the_list_only(db, max_matches, listed):
+    text = "大别山。" * 250 + "abc 大别山 -12345 " * 250
+    add(db, text)
+    sql = "select cjk_match(m, 'content', 50, '[', ']', '…', ?) from m where m match '大别山'"
+    res = json.loads(db.execute(sql, (max_matches,)).fetchone()[0])
+    full = one(db, "大别山", max_chars=50, markers=("[", "]", "…"))
+    assert res["match_count"] == 500 and len(res["matches"]) == listed
+    spans = [[m.start(), m.end()] for m in re.finditer("大别山", text)]
+    assert res["matches"] == spans[:listed]
+    assert {k: v for k, v in res.items() if k != "matches"} == {k: v for k, v in full.items()
+                                                                if k not in ("matches", "rowid")}
 
 
 # ---- properties --------------------------------------------------------------
