@@ -82,9 +82,11 @@ sql            the statements that find the hits, in the order they run:
                each ``{"sql", "params", "literal"}``, ``literal`` being the
                statement with its parameters written in (paste it into the
                sqlite3 shell).  Their rows, concatenated, are the hits in
-               order: ``(message id, cjk_match JSON or NULL, bm25 or NULL)``.
-               Usually one statement; a relevance page that straddles
-               ``rank_floor`` takes two.  Snippets, titles and the other hit
+               order: ``(message id, cjk_match JSON or NULL, bm25 or NULL)``,
+               and where they call cjk_match, the hit's session id, role,
+               timestamp and session title after those.  Usually one
+               statement; a relevance page that straddles ``rank_floor``
+               takes two.  Elsewhere the snippets, titles and the other hit
                fields are then read by id.
 sql_functions  the Python functions those statements call (above): present
                on connections ``run_search`` has used, or after
@@ -327,11 +329,17 @@ def _weights() -> str:
     return ", ".join(map(str, BM25_WEIGHTS))
 
 
+# What a hit shows besides its snippet, read in the statements that call
+# cjk_match (their rows are the page's hits; the hit then needs nothing else)
+_HIT_FIELDS = f"m.session_id, m.role, m.timestamp, (SELECT s.title FROM {SESSIONS} s WHERE s.id = m.session_id)"
+
+
 def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
     # no highlight markers (Hit.highlight says where); its size excludes the
-    # two ellipses, ours includes them
+    # two ellipses, ours includes them; a hit shows its first highlight only,
+    # so no list of every match (max_matches 0)
     t = table("cjk")
-    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?)", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
+    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?, 0)", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
 
 
 @dataclass(frozen=True)
@@ -347,6 +355,13 @@ class Statement:
 
     def as_dict(self) -> dict:
         return {"sql": self.sql, "params": list(self.params), "literal": self.literal()}
+
+
+def _page(limit: int, offset: int) -> str:
+    """LIMIT and OFFSET as literals, not parameters: SQLite offers a LIMIT over
+    an FTS5 table to its xBestIndex, and binding a parameter the planner saw
+    makes it prepare the statement again at every run."""
+    return f"LIMIT {int(limit)} OFFSET {int(offset)}"
 
 
 def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple[str, tuple], aux: bool,
@@ -367,27 +382,32 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
     t = table(p.fts_route)
     (bsql, bparams), (fsql, fparams) = bounds, filters
     call, xparams = _aux_call(snippet_chars) if aux else ("NULL", ())
+    fields = f", {_HIT_FIELDS}" if aux else ""
     if sort != "relevance":
         order = f"{t}.rowid DESC" if sort == "newest" else f"{t}.rowid ASC"
-        sql = (f"SELECT {t}.rowid, {call}, NULL FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
-               f"WHERE {t} MATCH ?{bsql}{fsql} ORDER BY {order} LIMIT ? OFFSET ?")
-        return Statement(sql, (*xparams, p.match, *bparams, *fparams, limit, offset))
-    # messages is joined only for the filters: a seek per scored row would
-    # cost as much as the scoring
-    join = f"JOIN {MESSAGES} m ON m.id = {t}.rowid " if fsql else ""
-    scored = f"bm25({t}, {_weights()}) AS score FROM {t} {join}WHERE {t} MATCH ?{bsql}{fsql} ORDER BY score, "
-    rparams = (p.match, *bparams, *fparams, limit, offset)
+        sql = (f"SELECT {t}.rowid, {call}, NULL{fields} FROM {t} JOIN {MESSAGES} m ON m.id = {t}.rowid "
+               f"WHERE {t} MATCH ?{bsql}{fsql} ORDER BY {order} {_page(limit, offset)}")
+        return Statement(sql, (*xparams, p.match, *bparams, *fparams))
+    # messages is joined only for the filters (or the few rows of a page): a
+    # seek per scored row would cost as much as the scoring
+    join = f"JOIN {MESSAGES} m ON m.id = {t}.rowid " if fsql or (few and aux) else ""
+    score = f"bm25({t}, {_weights()}) AS score"
+    source = f"FROM {t} {join}WHERE {t} MATCH ?{bsql}{fsql} ORDER BY score, id DESC {_page(limit, offset)}"
+    rparams = (p.match, *bparams, *fparams)
     if few or not aux:
-        sql = f"SELECT {t}.rowid AS id, {call}, {scored}id DESC LIMIT ? OFFSET ?"
+        sql = f"SELECT {t}.rowid AS id, {call}, {score}{fields} {source}"
         return Statement(sql, (*xparams, *rparams))
-    ranking = f"SELECT {t}.rowid AS id, {scored}id DESC LIMIT ? OFFSET ?"
+    ranking = f"SELECT {t}.rowid AS id, {score} {source}"
     # CROSS JOIN keeps the MATCH outer: one walk of the page's rowid range
     # (at most the bound's matches when bounded) costs less than a fresh
-    # MATCH per hit
-    sql = (f"WITH top(id, score) AS MATERIALIZED ({ranking}) "
-           f"SELECT top.id, {call}, top.score FROM {t} CROSS JOIN top ON top.id = {t}.rowid "
-           f"WHERE {t} MATCH ? AND {t}.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top) "
-           f"ORDER BY top.score, top.id DESC")
+    # MATCH per hit.  The page's rows are then joined to messages (joined in
+    # that walk, messages would be read for every match in the range).
+    sql = (f"WITH top(id, score) AS MATERIALIZED ({ranking}), "
+           f"page(id, aux, score) AS MATERIALIZED (SELECT top.id, {call}, top.score "
+           f"FROM {t} CROSS JOIN top ON top.id = {t}.rowid "
+           f"WHERE {t} MATCH ? AND {t}.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)) "
+           f"SELECT page.id, page.aux, page.score{fields} FROM page JOIN {MESSAGES} m ON m.id = page.id "
+           f"ORDER BY page.score, page.id DESC")
     return Statement(sql, (*rparams, *xparams, p.match))
 
 
@@ -411,8 +431,8 @@ def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: t
     }[sort]
     score = "sc.score" if join else "NULL"
     sql = (f"{head}SELECT m.id, NULL, {score} FROM {MESSAGES} m {join}WHERE {cond.sql}{csql}{fsql} "
-           f"ORDER BY {order} LIMIT ? OFFSET ?")
-    return Statement(sql, (*sparams, *cond.params, *cparams, *fparams, limit, offset))
+           f"ORDER BY {order} {_page(limit, offset)}")
+    return Statement(sql, (*sparams, *cond.params, *cparams, *fparams))
 
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
@@ -423,7 +443,8 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     Run in order, their rows concatenated are the hits as ``(message id,
     cjk_match JSON or NULL, bm25 or NULL)``; on an fts plan ``cjk_match``
     runs (when ``aux`` is true) for the returned rows only (_fts_statement
-    says how).  Ties in bm25 go newest first.  ``offset`` rows are
+    says how), and then the rows go on with the hit's session id, role,
+    timestamp and session title.  Ties in bm25 go newest first.  ``offset`` rows are
     skipped; ``last`` (newest/oldest) is the id a cursor ends at.  With a
     ``floor`` (``relevance_scope``, which found exactly ``bound`` matches
     above it), relevance ranks the matches above it by bm25 and lists the
@@ -466,57 +487,51 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
     join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
     rows = f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{fsql}"
     if few_limit:
-        n = conn.execute(f"SELECT count(*) FROM ({rows} LIMIT ?)", (match, *fparams, few_limit + 1)).fetchone()[0]
+        n = conn.execute(f"SELECT count(*) FROM ({rows} {_page(few_limit + 1, 0)})", (match, *fparams)).fetchone()[0]
         if n <= few_limit and (not bound or n <= bound):
             return None, True
     if not bound:
         return None, False
-    row = conn.execute(f"{rows} ORDER BY {t}.rowid DESC LIMIT 1 OFFSET ?", (match, *fparams, bound)).fetchone()
+    row = conn.execute(f"{rows} ORDER BY {t}.rowid DESC {_page(1, bound)}", (match, *fparams)).fetchone()
     return (None if row is None else row[0]), False
 
 
-def _parse_aux(raw: dict) -> dict:
-    """id -> cjk_match's JSON, for the entries that hold the promised shape."""
-    out = {}
-    for rowid, text in raw.items():
-        try:
-            data = json.loads(text) if isinstance(text, str) else None
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("snippet"), str):
-            out[rowid] = data
-    return out
-
-
-def _from_aux(aux: dict, columns: tuple):
-    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON alone, or
-    None if it is not what the contract in csrc/cjk_aux.h promises.  The snippet is
-    the function's (empty markers, ellipses as snippet.render writes them), so text
-    and numbers come from one read of the row and the message's text need not be
-    fetched again; the highlight's place in it is snippet.placed's, from the window,
-    the cut sides and the first highlight's start/end."""
-    reported = aux.get("matched_in")
-    column = aux.get("column")
-    if not isinstance(reported, list):
+def _from_aux(text, columns: tuple):
+    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON ``text``
+    alone, or None if it is not what the contract in csrc/cjk_aux.h promises (the
+    hit's snippet is then built here).  The snippet is the function's (empty
+    markers, ellipses as snippet.render writes them), so text and numbers come
+    from one read of the row and the message's text need not be fetched again;
+    the highlight's place in it is snippet.placed's, from the window, the cut
+    sides and the first highlight's start/end."""
+    if type(text) is not str:
+        return None
+    try:
+        aux = json.loads(text)
+    except ValueError:
+        return None
+    if type(aux) is not dict:
+        return None
+    shown, reported, column = aux.get("snippet"), aux.get("matched_in"), aux.get("column")
+    window, cut = aux.get("window"), aux.get("cut")
+    # type() is, not isinstance: a JSON true is no number here
+    if (type(shown) is not str or type(reported) is not list or type(window) is not list or len(window) != 2
+            or type(cut) is not list or len(cut) != 2):
+        return None
+    w0, w1 = window
+    if type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1:
         return None
     where = [c for c in columns if c in reported]
-    window, cut, shown = aux.get("window"), aux.get("cut"), aux.get("snippet")
-    if column not in where or not _ints(window, 2) or not (isinstance(cut, list) and len(cut) == 2):
+    if column not in where:
         return None
     cut = (bool(cut[0]), bool(cut[1]))
     head, tail = (ELLIPSIS if cut[0] else ""), (ELLIPSIS if cut[1] else "")
-    if not (0 <= window[0] <= window[1] and len(shown) == len(head) + window[1] - window[0] + len(tail)
-            and shown.startswith(head) and shown.endswith(tail)):
+    if not (len(shown) == len(head) + w1 - w0 + len(tail) and shown.startswith(head) and shown.endswith(tail)):
         return None
     start, end = aux.get("start"), aux.get("end")
-    first = (start, end) if _ints([start, end], 2) and 0 <= start < end else None
-    highlight, span = placed(tuple(window), cut, first)
+    first = (start, end) if type(start) is int and type(end) is int and 0 <= start < end else None
+    highlight, span = placed((w0, w1), cut, first)
     return where, column, shown, highlight, span
-
-
-def _ints(value, n: int) -> bool:
-    return (isinstance(value, list) and len(value) == n
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
 
 
 def _from_python(p: Plan, cols: dict, snippet_chars: int):
@@ -604,16 +619,16 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             out.next_cursor = f"{prep.sort}:{ids[-1]}"
         if not ids:
             return out
-        raw_aux = {row[0]: row[1] for row in found} if prep.aux else None
         scores = {row[0]: row[2] for row in found if row[2] is not None}
-        aux = _parse_aux(raw_aux) if raw_aux else {}
-        parts = {i: _from_aux(a, p.columns) for i, a in aux.items()}
-        # the texts are read again only for the hits whose snippet is built here
-        texts = "".join(f", m.{c}" for c in FTS_COLUMNS) if any(parts.get(i) is None for i in ids) else ""
-        marks = ", ".join("?" * len(ids))
-        rows = {row[0]: row for row in conn.execute(
-            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
-            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
+        parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
+        if prep.aux and all(parts.get(i) is not None for i in ids):  # the statements read the rest
+            rows = {row[0]: (row[0], *row[3:7]) for row in found}
+        else:  # the texts are read again only for the hits whose snippet is built here
+            texts = "".join(f", m.{c}" for c in FTS_COLUMNS) if any(parts.get(i) is None for i in ids) else ""
+            marks = ", ".join("?" * len(ids))
+            rows = {row[0]: row for row in conn.execute(
+                f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
+                f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         label = p.label
         out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)
         return out

@@ -86,3 +86,52 @@ def test_explain_and_session_search_say_so(archive, monkeypatch):
 def test_a_bad_bound_is_a_clear_error(archive, bound):
     with pytest.raises(QueryError, match="relevance_bound"):
         archive.search("部署系统", relevance_bound=bound)
+
+
+def test_hit_fields_are_the_same_whichever_statement_reads_them(tmp_path):
+    # On the cjk index the statements that build the snippets read the hits'
+    # fields too; elsewhere a second statement does.  Every sort, a bounded
+    # relevance page spanning both of its statements, and a session without title.
+    titles = {"t0": None, "t1": "部署回滚", "t2": "배포"}
+    with Archive(tmp_path / "f.db", indexes=("cjk", "unicode61")) as ar:
+        ar.add_session("t1", title=titles["t1"])
+        ar.add_session("t2", title=titles["t2"])
+        want = {}
+        for i in range(30):
+            sid, role = f"t{i % 3}", ("user", "assistant")[i % 2]
+            mid = ar.add_message(sid, role, "部署系统 deploy " * (1 + i % 4), timestamp=500.0 + i)
+            want[mid] = (sid, role, 500.0 + i, titles[sid])
+        for kw in ({"sort": "newest"}, {"sort": "oldest"}, {"sort": "relevance"},
+                   {"sort": "relevance", "relevance_bound": 6, "limit": 10},
+                   {"sort": "relevance", "limit": 40}):
+            for route in (None, "scan"):
+                hits = ar.search("部署系统", route=route, **kw)
+                assert hits[0].route == (route or "cjk") and len(hits) == min(kw.get("limit", 20), 30), kw
+                assert [(h.session_id, h.role, h.timestamp, h.title) for h in hits] == [
+                    want[h.message_id] for h in hits], (kw, route)
+
+
+@pytest.mark.parametrize("kw", [{"sort": "newest"}, {"sort": "oldest", "offset": 3}, {"sort": "relevance"},
+                                {"sort": "relevance", "relevance_bound": 6, "limit": 10}, {"sort": "relevance",
+                                                                                            "limit": 40}])
+@pytest.mark.parametrize("query", ["部署系统", "deploy", "部署系统 -zzz不在"])
+def test_a_repeated_search_prepares_no_statement_again(archive, kw, query):
+    # A LIMIT or OFFSET parameter over an FTS5 table would make SQLite prepare
+    # the statement again at every run (the planner saw it).  The authorizer is
+    # called whenever a statement is prepared: a repeated search may prepare
+    # only FTS5's own statements on its shadow tables.  (Setting an authorizer
+    # expires every statement: the first search prepares them again.)
+    conn = archive._conn
+    archive.search(query, **kw)  # the first on a connection registers the SQL functions
+    prepared = []
+    conn.authorizer = lambda *args: prepared.append(args) or 0  # 0: SQLITE_OK
+    try:
+        first = archive.search(query, **kw)
+        assert any(a[0] == 20 and a[1] == "messages" for a in prepared)  # it sees ours
+        prepared.clear()
+        again = archive.search(query, **kw)
+    finally:
+        conn.authorizer = None
+    shadow = ("_idx", "_data", "_config", "_docsize", "_content")
+    ours = [a for a in prepared if a[0] != 21 and not (a[0] == 20 and a[1].endswith(shadow))]
+    assert again == first and ours == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -150,24 +151,28 @@ def test_newest_first_does_not_score_every_match(conn):
         if "MATCH" in sql and "ORDER BY" in sql:
             plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, bindings))
             # relevance first looks for the newest-N floor (bounded relevance): a rowid walk too
-            (floors if "LIMIT 1 OFFSET" in sql else plans).append(plan)
-            sqls += [] if "LIMIT 1 OFFSET" in sql else [sql]
+            floor = re.search(r"LIMIT 1 OFFSET [1-9]", sql) is not None  # OFFSET the bound
+            (floors if floor else plans).append(plan)
+            sqls += [] if floor else [sql]
     assert len(plans) == 2 and len(floors) == 1 and "TEMP B-TREE" not in floors[0]
     assert "TEMP B-TREE" not in plans[0]
     # Relevance scores every match: a ranking query computes bm25 alone and
     # SQLite sorts it; the snippet (cjk_match) is computed outside it, for the
     # page's rows only, in a walk of the MATCH over their rowid range.
     rel = sqls[1]
-    ranking, outer = rel.split(") SELECT top.id", 1)
-    assert "bm25(" in ranking and "cjk_match" not in ranking and ranking.endswith("LIMIT ? OFFSET ?")
+    ranking, outer = rel.split("), page(id, aux, score) AS MATERIALIZED (SELECT top.id", 1)
+    assert "bm25(" in ranking and "cjk_match" not in ranking and ranking.endswith("LIMIT 1 OFFSET 0")
     assert "cjk_match(" in outer and "BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)" in outer
     assert "MATERIALIZE top" in plans[1] and "TEMP B-TREE" in plans[1]
+    # messages is read for the page's rows, after the walk, not for every match in it
+    assert plans[1].index("SCAN page") < plans[1].index("SEARCH m USING INTEGER PRIMARY KEY")
 
 
 def test_a_hit_snippeted_by_cjk_match_is_not_read_again(conn):
-    """cjk_match's snippet comes with its window and highlight: the hits' second
-    statement reads only the message fields, not the texts again (2.5 MB for one
-    hit here); where Python builds the snippets, it reads the searched texts."""
+    """cjk_match's snippet comes with its window and highlight, and the statement
+    that calls it reads the hit's other fields: no second statement reads the
+    message (2.5 MB of text for one hit here); where Python builds the snippets,
+    a second statement reads the searched texts."""
     def statements(**kw):
         seen = []
         conn.exec_trace = lambda cursor, sql, bindings: seen.append(sql) or True
@@ -175,11 +180,13 @@ def test_a_hit_snippeted_by_cjk_match_is_not_read_again(conn):
             hits = search(conn, "needle", **kw)
         finally:
             conn.exec_trace = None
-        return hits, [sql for sql in seen if "LEFT JOIN" in sql]
+        return hits, [sql for sql in seen if "m.session_id" in sql]
 
-    hits, fetch = statements(sort="newest")
-    assert [h.message_id for h in hits] == [7] and hits[0].route == "cjk"
-    assert len(fetch) == 1 and "m.content" not in fetch[0] and "s.title" in fetch[0]
+    for sort in ("newest", "relevance"):
+        hits, fetch = statements(sort=sort)
+        assert [h.message_id for h in hits] == [7] and hits[0].route == "cjk"
+        assert (hits[0].session_id, hits[0].role, hits[0].timestamp) == ("c", "user", 1060.0)
+        assert len(fetch) == 1 and "cjk_match(" in fetch[0] and "m.content" not in fetch[0]
     shown = hits[0].snippet
     assert shown[hits[0].highlight[0]:hits[0].highlight[1]] == "needle"
     scanned, fetch = statements(sort="newest", route="scan")
@@ -357,6 +364,40 @@ def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     # other routes build their own
     hits = run_search(c, "部署", live_indexes=NO_EXT, session_id="a")
     assert hits[0].snippet.startswith("部署失败")
+    c.close()
+
+
+_GOOD_AUX = {"matched_in": ["content"], "column": "content", "snippet": "部署失败了，…", "start": 0, "end": 2,
+             "window": [0, 6], "cut": [False, True], "matches": [], "match_count": 1}
+
+
+@pytest.mark.parametrize("output", [
+    "not json", "[1, 2]", "null", b"{}", 7,
+    json.dumps({**_GOOD_AUX, "window": [False, 6]}),
+    json.dumps({**_GOOD_AUX, "window": [0, 6.0]}),
+    json.dumps({**_GOOD_AUX, "window": [0, 6, 9]}),
+    json.dumps({**_GOOD_AUX, "window": [6, 0]}),
+    json.dumps({**_GOOD_AUX, "cut": [False]}),
+    json.dumps({**_GOOD_AUX, "snippet": "部署失败了，"}),  # the cut side's ellipsis is missing
+    json.dumps({**_GOOD_AUX, "snippet": 5}),
+    json.dumps({**_GOOD_AUX, "column": "reasoning"}),  # a column it did not report
+    json.dumps({**_GOOD_AUX, "matched_in": "content"}),
+])
+def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
+    c = corpus.build(ROWS[:6])
+    c.register_fts5_function("cjk_match", lambda api, *args: output)
+    hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
+    assert [h.message_id for h in hits] == [1]
+    assert hits[0].snippet.startswith("部署失败") and hits[0].snippet != _GOOD_AUX["snippet"]
+    assert hits[0].snippet[slice(*hits[0].highlight)] == "部署" and hits[0].matched_in == ["content"]
+    c.close()
+
+
+def test_a_cjk_match_highlight_that_is_no_number_is_left_out():
+    c = corpus.build(ROWS[:6])
+    c.register_fts5_function("cjk_match", lambda api, *args: json.dumps({**_GOOD_AUX, "start": False}))
+    hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
+    assert (hits[0].snippet, hits[0].highlight, hits[0].span) == ("部署失败了，…", None, None)
     c.close()
 
 
