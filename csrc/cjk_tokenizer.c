@@ -560,34 +560,33 @@ static int tokenizeSegment(CjkTokenizer *p, TokState *s, int flags, const unsign
 }
 
 /* Count whole ASCII tokens from z[i] (a token's first byte) on, at most nMax,
-** a word at a time while the words are ASCII.  A token counts once its end
-** is seen, at an ASCII separator inside the words read.  Returns where the
-** count stops, the first byte of a token or just after a separator, so the
-** caller goes on from there as if it had counted *pnTok tokens one by one;
-** a token still open there (it may run into non-ASCII) is not counted. */
+** a word at a time while the words are ASCII.  Returns where the count
+** stops, the first byte of a token or just after a separator, so the caller
+** goes on from there as if it had counted *pnTok tokens one by one; a token
+** still open there (it may run into non-ASCII) is not counted.  Invariant:
+** nStart tokens start in z[i..q), all but one still open at q have ended,
+** and nStart <= nMax. */
 static int countAsciiTokens(const unsigned char *aClass, const unsigned char *z, int i, int iEnd, int nMax,
                             int *pnTok) {
-  int q = i, nTok = 0;
-  uint64_t open = 0; /* the byte before z[q] is a token character (as bit 7) */
+  int q = i, nStart = 0;
+  uint64_t carry = 0; /* 0x80 when z[q - 1] is a token character */
   while (q <= iEnd - 8) {
     uint64_t w = loadWord(z + q), t, starts;
-    int nStart, nDone;
+    int n;
     if (w & SWAR_HIGH) break;
     t = alnumBits(w);
-    starts = t & ~((t << 8) | open);
-    nStart = (int)((((starts >> 7) * SWAR_ONES) >> 56) & 0xFF);
-    /* the tokens alive in the word: one carried in, plus those starting in
-    ** it; all but one still open at its last byte have ended */
-    nDone = (open ? 1 : 0) + nStart - (int)(t >> 63);
-    if (nDone > nMax - nTok) break;
-    nTok += nDone;
-    open = (t >> 63) << 7;
+    starts = t & ~((t << 8) | carry);
+    n = (int)(((starts >> 7) * SWAR_ONES) >> 56); /* at most 8: no carry between bytes */
+    if (n > nMax - nStart) break;
+    nStart += n;
+    carry = t >> 56;
     q += 8;
   }
-  if (open) {
-    while (q > i && aClass[z[q - 1]] == BYTE_TOKEN) q--; /* back to the open token's start */
+  if (carry) {
+    nStart--; /* the open token */
+    while (q > i && aClass[z[q - 1]] == BYTE_TOKEN) q--; /* back to its start */
   }
-  *pnTok = nTok;
+  *pnTok = nStart;
   return q;
 }
 
