@@ -457,13 +457,14 @@ def _why_relevance(slow):
 
 def _split(o):
     """``Archive.search`` newest first at p50, in parts: the bare MATCH (ids only), what the statements it
-    runs add to it (the hits' snippets, by ``cjk_match``), and the rest (its Python layer)."""
+    runs add to it (the hits' snippets, by ``cjk_match``, and their other fields), and the rest (its Python
+    layer)."""
     s, st, raw = o.get("search newest"), o.get("statements newest"), o.get("raw newest")
     if not (s and st and raw):
         return None
-    return (f"{ms(s['p50'])} ms = the bare MATCH {ms(raw['p50'])} + the snippets {ms(max(0, st['p50'] - raw['p50']))}"
-            f" + the Python layer {ms(max(0, s['p50'] - st['p50']))} (parsing, planning, the catalogue reads, the "
-            "hits' fields)")
+    return (f"{ms(s['p50'])} ms = the bare MATCH {ms(raw['p50'])} + the snippets and the hits' other fields "
+            f"{ms(max(0, st['p50'] - raw['p50']))} + the Python layer {ms(max(0, s['p50'] - st['p50']))} (parsing, "
+            "planning, the catalogue reads, checking `cjk_match`'s output, building the hits)")
 
 
 def _why_rare(rows):
