@@ -623,8 +623,8 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
         if prep.aux and all(parts.get(i) is not None for i in ids):  # the statements read the rest
             rows = {row[0]: (row[0], *row[3:7]) for row in found}
-        else:  # the texts are read again only for the hits whose snippet is built here
-            texts = "".join(f", m.{c}" for c in FTS_COLUMNS) if any(parts.get(i) is None for i in ids) else ""
+        else:  # some snippet is built here: the texts are read again
+            texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
             marks = ", ".join("?" * len(ids))
             rows = {row[0]: row for row in conn.execute(
                 f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "

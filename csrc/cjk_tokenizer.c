@@ -444,14 +444,19 @@ static int emit(TokState *s, int tflags, const char *pTok, int nTok, int iStart,
   return rc;
 }
 
+/* Count n tokens that are not colocated (n <= nSpare) instead of emitting
+** them.  (Tokens colocated with the last then go too: at its position.) */
+CJK_INLINE void spareTokens(TokState *s, int n) {
+  s->nSpare -= n;
+  s->nSpared += n;
+  s->bLastSpared = 1;
+}
+
 /* Sparing the collector: count the next token that is not colocated instead
-** of emitting it, when the collector does not need its position?  (Tokens
-** colocated with it then go too: they are at that position.) */
+** of emitting it, when the collector does not need its position? */
 CJK_INLINE int spareToken(TokState *s) {
   if (!s->bSpare || s->nSpare <= 0) return 0;
-  s->nSpare--;
-  s->nSpared++;
-  s->bLastSpared = 1;
+  spareTokens(s, 1);
   return 1;
 }
 
@@ -631,10 +636,8 @@ static int spareSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned 
     if (p->bAsciiAlnum && s->nSpare > 1 && aClass[z[i]] == BYTE_TOKEN) {
       int nTok, q = countAsciiTokens(aClass, z, i, iEnd, s->nSpare, &nTok);
       if (nTok > 0) {
-        s->nSpare -= nTok; /* as nTok calls of spareToken() */
-        s->nSpared += nTok;
-        s->bLastSpared = 1;
-        s->bAfterCjk = 0;
+        spareTokens(s, nTok);
+        s->bAfterCjk = 0; /* as when forwardToken() emits them */
         i = q;
         continue;
       }
@@ -719,7 +722,7 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
       unsigned next = plainCjk(z, n, i), after;
       int bCounted = 0;
       while (next && s->nSpare > 0 && (after = plainCjk(z, n, i + 3)) != 0) {
-        spareToken(s);
+        spareTokens(s, 1);
         prevCp = next;
         iPrev = i;
         i += 3;
