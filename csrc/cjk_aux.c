@@ -8,9 +8,12 @@
 **   instLoad           InstTable: every phrase instance (xInst), which decide
 **                      matched_in and the snippet column (instBestColumn)
 **   columnLoad         ColText: the snippet column's text and locale
-**   needPositions, queryTokensLoad, columnRetokenize
+**   needPositions, queryTokensLoad, literalPlan, columnRetokenize
 **                      the column re-tokenized (xTokenize, FTS5_TOKENIZE_AUX),
-**                      keeping only the tokens at the instances' positions
+**                      keeping only the tokens at the instances' positions;
+**                      or, when cjk_unicode61 allows it and each phrase is a
+**                      run of CJK letters, the instances placed where those
+**                      runs stand in the text (cjk_collect_literal)
 **   hitsFromInstances  each instance becomes a byte range (instanceBytes)
 **   hitsToChars        one scan of the column turns bytes into characters
 **   snippetChoose      the window, by the one snippet rule (cjk_snippet.c),
@@ -39,6 +42,11 @@
 #define CJK_MATCH_DEFAULT_OPEN "**"
 #define CJK_MATCH_DEFAULT_CLOSE "**"
 #define CJK_MATCH_DEFAULT_ELLIPSIS "\xE2\x80\xA6" /* U+2026 */
+/* literalPlan: plan to find the runs only when the column holds at most this
+** many bytes per token position up to its last instance (a CJK letter is 3
+** bytes and one position; finding reads a byte for a fraction of what
+** tokenizing spends on it). */
+#define CJK_LITERAL_SCAN_RATIO 24
 
 
 /* The registration's user data: its own copy of the host routines. */
@@ -161,7 +169,28 @@ typedef struct TokRec {
   int iText, nText;  /* token text in TokCollect.text */
 } TokRec;
 
+/* Placing instances by their text (cjk_collect_literal): a phrase whose
+** query tokens are the overlapping bigrams of a run of plain CJK letters
+** (cjk_plain_at), with its instances in the snippet column. */
+typedef struct LitPhrase {
+  int iText, nText; /* the run, in TokCollect.text: nSize + 1 letters of 3 bytes */
+  int nSize;        /* its tokens */
+  int nInst;        /* its instances in the column: */
+  int *aOff;        /* their token positions, ascending */
+  int *aAt;         /* the byte offsets of the run's occurrences, once found */
+} LitPhrase;
+
+/* Empty (nPhrase 0) unless every phrase with an instance in the column is
+** such a run. */
+typedef struct LitPlan {
+  int nPhrase;
+  LitPhrase *a;
+  int *aIdx; /* per query phrase: its entry in a[], or -1 */
+  int *aInt; /* storage of every aOff and aAt */
+} LitPlan;
+
 typedef struct TokCollect {
+  const LitPlan *pLit; /* NULL: the column is tokenized */
   const int *aNeed; /* sorted, distinct positions whose tokens we keep */
   int nNeed;
   int iNeed;        /* first aNeed[] entry not yet passed */
@@ -221,6 +250,86 @@ int cjk_collect_skippable(void *pCtx) {
 void cjk_collect_skip(void *pCtx, int nToken) {
   TokCollect *p = (TokCollect *)pCtx;
   if (nToken > 0) p->iPos += nToken;
+}
+
+/* Every occurrence of zPat[0..m) in z[0..n), overlapping ones too, in order
+** (Horspool's search): the first nMax offsets go to aAt.  Returns how many
+** it found, but stops at nMax + 1. */
+static int findAll(const unsigned char *z, int n, const unsigned char *zPat, int m, int *aAt, int nMax) {
+  int aSkip[256], i, k = 0;
+  if (m <= 0 || m > n) return 0;
+  for (i = 0; i < 256; i++) aSkip[i] = m;
+  for (i = 0; i < m - 1; i++) aSkip[zPat[i]] = m - 1 - i;
+  for (i = 0; i <= n - m; i += aSkip[z[i + m - 1]]) {
+    if (z[i + m - 1] == zPat[m - 1] && memcmp(z + i, zPat, (size_t)m - 1) == 0) {
+      if (k < nMax) aAt[k] = i;
+      if (++k > nMax) break;
+    }
+  }
+  return k;
+}
+
+static int cmpTokRec(const void *a, const void *b) {
+  const TokRec *x = (const TokRec *)a, *y = (const TokRec *)b;
+  if (x->iPos != y->iPos) return x->iPos < y->iPos ? -1 : 1;
+  return (x->iStart > y->iStart) - (x->iStart < y->iStart);
+}
+
+int cjk_collect_planned(void *pCtx) {
+  const LitPlan *L = ((const TokCollect *)pCtx)->pLit;
+  return L && L->nPhrase > 0;
+}
+
+/* Why this is exact: the tokenizer calls it only when, under its options and
+** for this text, a planned phrase matches only where its run's bytes stand
+** (cjk_aux.h).  So its instances are some of the run's occurrences, in the
+** same order; when the counts agree they are all of them, and the k-th
+** instance (by position) stands on the k-th occurrence (by byte).  A query
+** that keeps only some matches (NEAR, ^) leaves fewer instances than
+** occurrences, and the column is tokenized instead. */
+int cjk_collect_literal(void *pCtx, const char *zText, int nText, int *pbPlaced) {
+  TokCollect *p = (TokCollect *)pCtx;
+  const LitPlan *L = p->pLit;
+  const unsigned char *z = (const unsigned char *)zText;
+  size_t nRec = 0;
+  int i, j, k, r;
+  *pbPlaced = 0;
+  if (!L || L->nPhrase == 0 || !z || nText != p->nByte) return SQLITE_OK;
+  for (i = 0; i < L->nPhrase; i++) {
+    const LitPhrase *ph = &L->a[i];
+    const unsigned char *zRun = (const unsigned char *)p->text.a + ph->iText;
+    if (findAll(z, nText, zRun, ph->nText, ph->aAt, ph->nInst) != ph->nInst) return SQLITE_OK;
+    nRec += (size_t)ph->nInst * (size_t)ph->nSize;
+  }
+  if (nRec > (size_t)INT_MAX) return SQLITE_NOMEM;
+  if ((int)nRec > p->nRecAlloc) {
+    TokRec *aNew = p->text.h->realloc64(p->aRec, sizeof(TokRec) * (sqlite3_uint64)nRec);
+    if (!aNew) return SQLITE_NOMEM;
+    p->aRec = aNew;
+    p->nRecAlloc = (int)nRec;
+  }
+  p->nRec = 0;
+  for (i = 0; i < L->nPhrase; i++) {
+    const LitPhrase *ph = &L->a[i];
+    for (k = 0; k < ph->nInst; k++) {
+      for (j = 0; j < ph->nSize; j++) {
+        TokRec *t = &p->aRec[p->nRec++];
+        t->iPos = ph->aOff[k] + j; /* no overflow: literalPlan checked */
+        t->iStart = ph->aAt[k] + 3 * j;
+        t->iEnd = t->iStart + 6;
+        t->iText = ph->iText + 3 * j;
+        t->nText = 6;
+      }
+    }
+  }
+  qsort(p->aRec, (size_t)p->nRec, sizeof(TokRec), cmpTokRec);
+  for (r = 0, k = 0; r < p->nRec; r++) { /* phrases sharing a position share its bigram */
+    if (k > 0 && p->aRec[k - 1].iPos == p->aRec[r].iPos && p->aRec[k - 1].iStart == p->aRec[r].iStart) continue;
+    p->aRec[k++] = p->aRec[r];
+  }
+  p->nRec = k;
+  *pbPlaced = 1;
+  return SQLITE_OK;
 }
 
 /* Number of characters in a token's text (as the tokenizer writes them). */
@@ -344,6 +453,7 @@ typedef struct MatchState {
   QueryToks q;
   int *aNeed; /* sorted, distinct token positions the column's instances cover */
   int nNeed;
+  LitPlan lit;
   TokCollect tc;
   CjkSnipWork w;     /* w.aHit: the snippet column's instances, bytes then characters */
   CjkSnipWindow win;
@@ -359,6 +469,9 @@ static void matchStateFree(MatchState *s) {
   s->h->free(s->q.azQ);
   s->h->free(s->q.anQ);
   s->h->free(s->aNeed);
+  s->h->free(s->lit.a);
+  s->h->free(s->lit.aIdx);
+  s->h->free(s->lit.aInt);
   s->h->free(s->tc.aRec);
   s->h->free(s->tc.text.a);
   s->h->free(s->w.aHit);
@@ -673,6 +786,74 @@ static void queryTokensLoad(MatchState *s, int *pRc) {
   }
 }
 
+/* LitPlan for the snippet column, when every phrase with an instance there
+** has known query tokens (xQueryToken) that are bigrams of two plain CJK
+** letters, each starting with the letter the one before ended with; the
+** column's tokenizer decides whether to use it (cjk_collect_literal).  Not
+** planned when the column's text is long beside its last instance: finding
+** the runs reads all of it, while the tokenizer stops after that instance. */
+static void literalPlan(MatchState *s, int *pRc) {
+  const InstTable *t = &s->inst;
+  LitPlan *L = &s->lit;
+  InstIter it;
+  int i, j, nPhrase = 0, nInst = 0, iLast = 0, iUsed = 0;
+  if (*pRc != SQLITE_OK || s->pApi->iVersion < 3) return;
+  for (instFirst(&it, t, s->col.iCol); it.i < t->nInst; instNext(&it)) {
+    if (it.iOff > INT_MAX - 2 - t->aPhraseSize[it.iPhrase]) return;
+    if (it.iOff + t->aPhraseSize[it.iPhrase] > iLast) iLast = it.iOff + t->aPhraseSize[it.iPhrase];
+    nInst++;
+  }
+  if (nInst == 0 || (long long)s->col.n > CJK_LITERAL_SCAN_RATIO * ((long long)iLast + 1)) return;
+  for (i = 0; i < t->nPhrase; i++) {
+    const unsigned char *zPrev = 0;
+    if (!t->aSeen[(size_t)s->col.iCol * (size_t)t->nPhrase + (size_t)i]) continue;
+    if (t->aPhraseSize[i] < 1) return;
+    for (j = 0; j < t->aPhraseSize[i]; j++) {
+      const unsigned char *zQ = (const unsigned char *)s->q.azQ[s->q.aQtok[i] + j];
+      if (!zQ || s->q.anQ[s->q.aQtok[i] + j] != 6 || !cjk_plain_at(zQ, 6, 0) || !cjk_plain_at(zQ, 6, 3)) return;
+      if (zPrev && memcmp(zPrev + 3, zQ, 3) != 0) return;
+      zPrev = zQ;
+    }
+    nPhrase++;
+  }
+  L->a = stateAlloc(s, (size_t)nPhrase, sizeof(LitPhrase), 1, pRc);
+  L->aIdx = stateAlloc(s, (size_t)t->nPhrase, sizeof(int), 0, pRc);
+  L->aInt = stateAlloc(s, (size_t)nInst * 2, sizeof(int), 0, pRc);
+  if (*pRc != SQLITE_OK) return;
+  for (i = 0; i < t->nPhrase; i++) {
+    LitPhrase *ph;
+    L->aIdx[i] = -1;
+    if (!t->aSeen[(size_t)s->col.iCol * (size_t)t->nPhrase + (size_t)i]) continue;
+    L->aIdx[i] = L->nPhrase;
+    ph = &L->a[L->nPhrase++];
+    ph->nSize = t->aPhraseSize[i];
+    ph->iText = (int)s->tc.text.n;
+    ph->nText = 3 * (ph->nSize + 1);
+    bufAppend(&s->tc.text, s->q.azQ[s->q.aQtok[i]], 6);
+    for (j = 1; j < ph->nSize; j++) bufAppend(&s->tc.text, s->q.azQ[s->q.aQtok[i] + j] + 3, 3);
+  }
+  if (s->tc.text.bOom || s->tc.text.n > (size_t)INT_MAX) {
+    *pRc = SQLITE_NOMEM;
+    return;
+  }
+  for (instFirst(&it, t, s->col.iCol); it.i < t->nInst; instNext(&it)) L->a[L->aIdx[it.iPhrase]].nInst++;
+  for (i = 0; i < L->nPhrase; i++) {
+    L->a[i].aOff = L->aInt + iUsed;
+    L->a[i].aAt = L->aInt + iUsed + L->a[i].nInst;
+    iUsed += 2 * L->a[i].nInst;
+    L->a[i].nInst = 0;
+  }
+  for (instFirst(&it, t, s->col.iCol); it.i < t->nInst; instNext(&it)) {
+    LitPhrase *ph = &L->a[L->aIdx[it.iPhrase]];
+    if (ph->nInst > 0 && ph->aOff[ph->nInst - 1] >= it.iOff) { /* not ascending: no plan */
+      L->nPhrase = 0;
+      return;
+    }
+    ph->aOff[ph->nInst++] = it.iOff;
+  }
+  s->tc.pLit = L;
+}
+
 /* The snippet column re-tokenized: tc holds the tokens at aNeed's positions;
 ** then the query tokens a v2 host could not tell us are inferred. */
 static void columnRetokenize(MatchState *s, int *pRc) {
@@ -783,8 +964,16 @@ static void hitsToChars(MatchState *s, int *pRc) {
     unsigned cp;
     int bNext, b0 = b;
     /* ASCII before the next offset asked for: a character per byte */
-    b = cjk_ascii_end(z, b, s->aQ[iq].iByte < s->col.n ? s->aQ[iq].iByte : s->col.n);
+    int iLim = s->aQ[iq].iByte < s->col.n ? s->aQ[iq].iByte : s->col.n;
+    b = cjk_ascii_end(z, b, iLim);
     u += b - b0;
+    /* well-formed three-byte characters wholly before the next offset asked
+    ** for (as cjk_utf8_step reads them): one character each */
+    while (b + 3 <= iLim && z[b] >= 0xE1 && z[b] <= 0xEF && z[b] != 0xED && (z[b + 1] & 0xC0) == 0x80 &&
+           (z[b + 2] & 0xC0) == 0x80) {
+      b += 3;
+      u++;
+    }
     if (b >= s->col.n) break;
     bNext = cjk_utf8_step(z, s->col.n, b, &cp);
     while (iq < nQ && s->aQ[iq].iByte < bNext) {
@@ -909,6 +1098,7 @@ static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   if (rc == SQLITE_OK && s->inst.nCol > 0 && s->inst.aDistinct[iCol] > 0 && s->col.n > 0) {
     needPositions(s, &rc);
     queryTokensLoad(s, &rc);
+    literalPlan(s, &rc);
     columnRetokenize(s, &rc);
     hitsFromInstances(s, &rc);
     hitsToChars(s, &rc);

@@ -101,4 +101,21 @@ int cjk_collect_token(void *pCtx, int tflags, const char *pToken, int nToken, in
 int cjk_collect_skippable(void *pCtx);
 void cjk_collect_skip(void *pCtx, int nToken);
 
+/* Before it tokenizes for the collector, cjk_unicode61 may offer it the text
+** (zText, nText) with this promise: the phrase of the overlapping bigrams of
+** a run of two or more plain CJK letters (cjk_plain_at) matches only where
+** the run's bytes stand in the text, and it matches wherever they stand
+** (unless a malformed byte follows them).  That holds when the tokenizer has
+** no separators= (which may split runs) and folds no variants, and the text
+** holds no character it reads as another letter or joins to the one before
+** (a variation selector, a voiced sound mark, a half-width kana).  When each
+** phrase with instances in the column is such a run, the collector places
+** those instances where the runs occur, and sets *pbPlaced: the tokenizer
+** then returns at once.  Otherwise *pbPlaced is 0 and it tokenizes.
+** Returns SQLITE_OK or SQLITE_NOMEM.  cjk_collect_planned() tells first
+** whether each phrase is such a run, so that the tokenizer looks for those
+** characters only then. */
+int cjk_collect_literal(void *pCtx, const char *zText, int nText, int *pbPlaced);
+int cjk_collect_planned(void *pCtx);
+
 #endif /* CJK_AUX_H */

@@ -57,6 +57,23 @@ CJK_INLINE int cjk_ascii_end(const unsigned char *z, int i, int n) {
   return i;
 }
 
+/* The code point of a "plain" CJK letter at z[i], or 0: a Han ideograph of
+** U+4E00..U+9FFF, a Hangul syllable, or a kana of U+3041..U+3096 or
+** U+30A1..U+30FA, all three bytes long.  cjk_unicode61 reads one as itself
+** (CJK under any options but separators=, which may name it; no width or
+** voiced form) when the next character is plain too: then no voiced mark or
+** variation selector follows it. */
+CJK_INLINE unsigned cjk_plain_at(const unsigned char *z, int n, int i) {
+  unsigned cp;
+  if (i + 2 >= n || z[i] < 0xE3 || z[i] > 0xED || (z[i + 1] & 0xC0) != 0x80 || (z[i + 2] & 0xC0) != 0x80) return 0;
+  cp = ((z[i] & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu);
+  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0x3041 && cp <= 0x3096) ||
+      (cp >= 0x30A1 && cp <= 0x30FA)) {
+    return cp;
+  }
+  return 0;
+}
+
 /* Encode cp (<= 0x10FFFF) into out[0..3]; returns the byte count (1..4). */
 CJK_INLINE int cjk_utf8_put(unsigned cp, unsigned char *out) {
   if (cp < 0x80) {

@@ -276,7 +276,7 @@ static int splitOwnOptions(CjkTokenizer *p, const char **azArg, int nArg, const 
 ** CJK punctuation between runs is probed the same way (noTokenIn).  Where
 ** the ASCII token characters are unicode61's default ones, whole tokens are
 ** counted eight bytes at a time (countAsciiTokens), and a CJK run's common
-** three-byte letters are counted without the full read (plainCjk). */
+** three-byte letters are counted without the full read (cjk_plain_at). */
 
 /* aByteClass: an ASCII separator, an ASCII token character, any other byte. */
 #define BYTE_SEP 0
@@ -663,23 +663,6 @@ static int spareSegment(CjkTokenizer *p, TokState *s, int flags, const unsigned 
   return rc;
 }
 
-/* The code point of a "plain" CJK letter at z[i], or 0: a Han ideograph of
-** U+4E00..U+9FFF, a Hangul syllable, or a kana of U+3041..U+3096 or
-** U+30A1..U+30FA, all three bytes long.  readCjk() reads one as itself (CJK
-** under any options but separators=, which may name it; no width or voiced
-** form) when the next character is plain too: then no voiced mark or
-** variation selector follows it. */
-CJK_INLINE unsigned plainCjk(const unsigned char *z, int n, int i) {
-  unsigned cp;
-  if (i + 2 >= n || z[i] < 0xE3 || z[i] > 0xED || (z[i + 1] & 0xC0) != 0x80 || (z[i + 2] & 0xC0) != 0x80) return 0;
-  cp = ((z[i] & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu);
-  if ((cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0x3041 && cp <= 0x3096) ||
-      (cp >= 0x30A1 && cp <= 0x30FA)) {
-    return cp;
-  }
-  return 0;
-}
-
 /* Read one CJK letter at z[*pi], folded and composed with a following voiced
 ** mark.  Returns 0 (and leaves *pi) if z[*pi] does not start a CJK letter.
 ** Variation selectors after it are part of it (skipped, so *pi moves past
@@ -719,9 +702,9 @@ static int tokenizeCjkRun(const CjkTokenizer *p, TokState *s, int flags, const u
     if (nChar > 0 && s->bSpare && p->nSep == 0) {
       /* Sparing: a plain character followed by another is one position, the
       ** bigram it ends; only the last one counted needs its full form. */
-      unsigned next = plainCjk(z, n, i), after;
+      unsigned next = cjk_plain_at(z, n, i), after;
       int bCounted = 0;
-      while (next && s->nSpare > 0 && (after = plainCjk(z, n, i + 3)) != 0) {
+      while (next && s->nSpare > 0 && (after = cjk_plain_at(z, n, i + 3)) != 0) {
         spareTokens(s, 1);
         prevCp = next;
         iPrev = i;
@@ -785,6 +768,26 @@ static int isMalformed(const unsigned char *z, int i, int j, unsigned cp) {
   return cp == 0xFFFD && !(j - i == 3 && z[i] == 0xEF && z[i + 1] == 0xBF && z[i + 2] == 0xBD);
 }
 
+/* Non-zero when z[0..n) holds nothing that readCjk() reads as a plain letter
+** (cjk_plain_at) other than itself, or joins to the letter before it: no
+** variation selector (U+FE00..FE0F is EF B8 80..8F, U+E0100..E01EF is F3 A0
+** 84..87 xx), no voiced sound mark (U+3099/309A is E3 82 99/9A) and no
+** half-width kana or voiced mark (U+FF61..FF9F is EF BD A1..EF BE 9F).  Then,
+** with fold_variants 0, each plain letter stands for itself where its bytes
+** are (cjk_collect_literal).  The bytes are tested loosely (a whole second
+** byte's block), since a false alarm costs only the tokenizing this spares. */
+static int readsAsIs(const unsigned char *z, int n) {
+  const unsigned char *q, *e = z + n;
+  if (n <= 0 || memchr(z, 0xF3, (size_t)n)) return n <= 0;
+  for (q = z; (q = memchr(q, 0xEF, (size_t)(e - q))) != 0; q++) {
+    if (q + 1 < e && (q[1] == 0xB8 || q[1] == 0xBE || (q[1] == 0xBD && (q + 2 >= e || q[2] >= 0xA1)))) return 0;
+  }
+  for (q = z; (q = memchr(q, 0x82, (size_t)(e - q))) != 0; q++) {
+    if (q > z && q[-1] == 0xE3 && q + 1 < e && (q[1] == 0x99 || q[1] == 0x9A)) return 0;
+  }
+  return 1;
+}
+
 /* xTokenize of fts5_tokenizer_v2 (pLocale goes on to unicode61); the v1
 ** entry point below passes no locale. */
 static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *pText,
@@ -798,6 +801,13 @@ static int cjkTokenize(Fts5Tokenizer *pTok, void *pCtx, int flags, const char *p
   memset(&s, 0, sizeof(s));
   s.pCtx = pCtx;
   s.xToken = xToken;
+  if (xToken == cjk_collect_token && p->nSep == 0 && !p->bFoldVariants && cjk_collect_planned(pCtx) &&
+      readsAsIs(z, n)) {
+    /* cjk_match's collector may place its instances by their text */
+    int bPlaced = 0;
+    rc = cjk_collect_literal(pCtx, pText, n, &bPlaced);
+    if (rc != SQLITE_OK || bPlaced) return rc;
+  }
   if (xToken == cjk_collect_token && p->bAsciiKnown) { /* cjk_match's collector: spareToken() */
     s.bSpare = 1;
     s.nSpare = cjk_collect_skippable(pCtx);

@@ -797,3 +797,98 @@ def test_highlight_after_many_spared_tokens_and_a_token_running_into_accents(db)
     db.execute("delete from m")
     add(db, text)
     assert one(db, "config")["matches"] == [[len(text) - 6, len(text)]]
+
+
+# ---- placing a CJK phrase where its text stands -----------------------------------
+# When every phrase with an instance in the snippet column is a run of plain CJK
+# letters, cjk_unicode61 lets the collector place the instances at the runs'
+# occurrences in the text instead of re-tokenizing it (cjk_collect_literal), if
+# its options and the text allow (no separators=, fold_variants 0, nothing read
+# as another letter).  The result must be the one re-tokenizing gives: the same
+# table behind porter, which hands cjk_unicode61 a callback of its own.
+
+_PHRASE_LETTERS = "代表大会项目파일パイプ"
+_phrase_piece = st.one_of(
+    st.text(alphabet=_PHRASE_LETTERS, min_size=1, max_size=10),
+    st.sampled_from([" ", "，", "。", "abc ", "\n", "代表大会", "파일을 ", "パイプ", "代表代表代表", "目项目项"]),
+    # letters read as others, or joined to the one before: the text must then be tokenized
+    st.sampled_from(["代\ufe00表", "会\U000E0100", "ハ\u309aイプ", "ﾊﾟｲﾌﾟ", "パ\u3099", "ｈｉ", "（ａ）"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pieces=st.lists(_phrase_piece, min_size=1, max_size=30),
+       args=st.sampled_from([(), ("remove_diacritics", "2", "unigrams", "1"), ("fold_variants", "1"),
+                             ("separators", "表"), ("tokenchars", "、_")]),
+       data=st.data())
+def test_cjk_phrases_are_placed_as_tokenizing_places_them(pieces, args, data):
+    text = "".join(pieces)
+    runs = re.findall(f"[{_PHRASE_LETTERS}]{{2,}}", text)
+    if not runs:
+        return
+    run = data.draw(st.sampled_from(runs))
+    i = data.draw(st.integers(0, len(run) - 2))
+    q = run[i:i + data.draw(st.integers(2, 5))]
+    q2 = data.draw(st.sampled_from(runs))[:2]
+    query = data.draw(st.sampled_from([f'"{q}"', f'"{q}" OR "{q2}"', f'"{q}" "{q2}"', f'NEAR("{q}" abc, 2)',
+                                       f'NEAR("{q}" "{q2}", 1)', f'^"{q}"', f'"{q}" OR abc']))
+    max_chars = data.draw(st.integers(3, 40))
+    conn = _spare_conn(args)
+    for table in ("s", "p"):
+        conn.execute(f"delete from {table}")
+        conn.execute(f"insert into {table}(rowid, content) values(1, ?)", (text,))
+    res = cm(conn, query, max_chars=max_chars, table="s", labels="content")
+    assert res == cm(conn, query, max_chars=max_chars, table="p", labels="content"), (query, text)
+    for r in res:
+        check_consistent(r, text, max_chars)
+
+
+def _near_case(db, phrase, other):
+    # NEAR keeps one instance of the phrase, of two matches: the one beside 丙丁,
+    # written so that it is not an occurrence of the phrase's text as such; one
+    # occurrence is.  Counting occurrences alone would pair the wrong one.
+    text = phrase + "，甲乙" * 20 + "，丙丁 " + other + "。"
+    add(db, text)
+    res = one(db, f'NEAR("{phrase}" "丙丁", 2)')
+    near, start = text.index("丙丁"), text.index(other)
+    assert res["matches"] == [[near, near + 2], [start, start + len(other)]], res
+    assert res["match_count"] == 2
+
+
+@pytest.mark.parametrize("other", ["代\ufe00表大会", "代表大会\ufe0f", "代表\U000E0101大会"])
+def test_near_keeps_the_instance_written_with_a_variation_selector(db, other):
+    _near_case(db, "代表大会", other)
+
+
+@pytest.mark.parametrize("other", ["ハ\u309aイプ", "ﾊﾟｲﾌﾟ", "ﾊﾟイプ", "パｲプ", "ﾊ\u309aイプ", "パイフ\u309a"])
+def test_near_keeps_the_kana_instance_written_otherwise(db, other):
+    # ハ + a combining mark, and the half-width forms, read as パイプ
+    _near_case(db, "パイプ", other)
+
+
+def test_near_keeps_the_variant_instance_under_fold_variants():
+    # under fold_variants 1, 會 reads as 会: 代表大會 is an instance of "代表大会"
+    conn = _spare_conn(("fold_variants", "1"))
+    conn.execute("delete from s")
+    text = "代表大会" + "，甲乙" * 20 + "，丙丁 代表大會。"
+    conn.execute("insert into s(rowid, content) values(1, ?)", (text,))
+    res = cm(conn, 'NEAR("代表大会" "丙丁", 2)', table="s", labels="content")
+    assert res[0]["matches"] == [[len(text) - 8, len(text) - 6], [len(text) - 5, len(text) - 1]]
+
+
+def test_instances_a_query_leaves_out_are_not_counted(db):
+    # Two occurrences, one instance (NEAR, then ^): the one FTS5 reports is highlighted.
+    text = "代表大会" + "，甲乙" * 20 + "，丙丁 代表大会。"
+    add(db, text)
+    res = one(db, 'NEAR("代表大会" "丙丁", 2)')
+    assert res["matches"] == [[len(text) - 8, len(text) - 6], [len(text) - 5, len(text) - 1]]
+    res = one(db, '^"代表大会"')
+    assert res["matches"] == [[0, 4]] and res["match_count"] == 1
+
+
+def test_overlapping_and_repeated_phrases(db):
+    text = "甲代表代表代表乙，代表大会代表大会"
+    add(db, text)
+    assert one(db, '"代表代表"')["matches"] == [[1, 7]]
+    res = one(db, '"代表大会" OR "大会代表" OR "代表"')
+    assert res["matches"] == [[1, 7], [9, 17]]
