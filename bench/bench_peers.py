@@ -513,9 +513,11 @@ def fmt_targets(b, builds, terms, ours):
             head = (f"at p50, {_split(o)}" if _split(o) else
                     f"its raw MATCH takes {ms((o['raw newest'] or {'p95': 0})['p95'])} ms")
             L.append(f"  - Why: {head}. The 20 hits' snippets read {o['hit_chars']:,} characters of their text: "
-                     "the one snippet rule shows the stretch with the most matches, so `cjk_match` re-tokenizes "
-                     "each hit up to its last match to place every one (counting the tokens before them, not "
-                     "emitting them), and reads it up to a little past the snippet. Over every term, the "
+                     "the one snippet rule shows the stretch with the most matches, so `cjk_match` places every "
+                     "match of each hit: a word of CJK letters by finding its text in the hit (reading all of "
+                     "it), any other term by re-tokenizing the hit up to its last match (counting the tokens "
+                     "before them, not emitting them); it then counts characters up to the last match and reads "
+                     "a little past the snippet. Over every term, the "
                      f"snippets cost {ms(rate[len(rate) // 2])} ms per 1,000 "
                      "characters of hit text (median), so the target holds where the newest 20 hits are short.")
     w = worst("raw newest")
