@@ -366,13 +366,20 @@ def parse(query: str, *, fold_variants: bool = False) -> Node:
     """
     if not isinstance(query, str):
         raise QueryError(f"query must be a str, not {type(query).__name__}")
+    return _parse(query, bool(fold_variants))
+
+
+# Every search parses its query, and agents repeat queries (paging, retries);
+# the AST is immutable, so parses are kept (a QueryError is raised, not kept).
+@lru_cache(maxsize=256)
+def _parse(query: str, fold_variants: bool) -> Node:
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError(f"query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
     toks = _lex(clean(query))
     n_terms = sum(1 for t in toks if t[0] == _TERM)
     if n_terms > MAX_TERMS:
         raise QueryError(f"query has {n_terms} terms; the limit is {MAX_TERMS}")
-    node = _Parser(_resolve_operators(toks), bool(fold_variants)).parse()
+    node = _Parser(_resolve_operators(toks), fold_variants).parse()
     if node is None:
         raise QueryError(
             f"nothing to search for in {query[:80]!r}: a query needs a word, number or CJK text "

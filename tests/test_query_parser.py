@@ -176,3 +176,14 @@ def test_ast_nodes_and_term_keys():
     # prefix applies to a last word only
     assert parse('"abc 别"*').prefix is False
     assert parse('"别 abc"*').prefix is True
+
+
+def test_repeated_parses_keep_the_variants_setting_apart():
+    # Parses are kept for the next search; the fold_variants setting is part of what is kept.
+    plain = parse("學習 report")
+    folded = parse("學習 report", fold_variants=True)
+    assert str(plain) != str(folded)
+    assert parse("學習 report") == plain and parse("學習 report", fold_variants=True) == folded
+    for _ in range(2):  # a query that fails fails every time
+        with pytest.raises(QueryError, match="nothing to search"):
+            parse("!!")
