@@ -486,8 +486,9 @@ def _why_rare(rows):
         L.append("  - Why, 3+ character words: " + ("these are common words, not rare ones" if common else
                                                       "at p50") + " (" + "; ".join(
             f"`{t}` {o['like_rows']:,} rows: relevance {ms(o['search relevance']['p50'])} ms, newest "
-            f"{ms(o['search newest']['p50'])} ms" for t, o in words) + "); their relevance pays bm25's pass over "
-            "every match and their newest first the 20 snippets, as above.")
+            f"{ms(o['search newest']['p50'])} ms" for t, o in words) + "); their relevance pays bm25: its count "
+            "of every matching row, then its scoring of the newest `relevance_bound` of them; their newest first "
+            "pays the 20 hits' snippets.")
     return L
 
 
