@@ -612,7 +612,9 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
           "Ratios of p50s, below 1 where ours is faster: ours raw over the faster peer (whatever it returns), "
           "and `Archive.search` over `search_messages` (both return hits with snippets). Each cell is the p50 / "
           f"p95 of as many timed runs as fit in about 1 s (at least 3, at most {peers.get('runs', 15)}), after one "
-          "untimed run; a call over 0.5 s gets 2."]
+          "untimed run; a call over 0.5 s gets 2. `Archive.search` keeps the parses of the queries it has seen "
+          "(`query.parse`), so only the untimed run parses the query; a query seen for the first time also "
+          "pays its parse."]
     L += fmt_targets(b, builds, terms, ours)
     L += fmt_classes(terms, ours, cjkfts, hermes)
     L += fmt_tokenizers(builds, nbytes)

@@ -238,7 +238,9 @@ def fmt(data):
           "scan's for CJK terms, as the `peers` section checks). Hermes' `search_messages` (snippets and context) "
           "on the first slice: " + ("; ".join(
               f"`{t}` {_p50(hermes['queries'][t]['newest'])} newest, {_p50(hermes['queries'][t]['relevance'])} "
-              "relevance" for _, t in terms) + "." if hermes else "not run.")]
+              "relevance" for _, t in terms) + "." if hermes else "not run.")
+          + " `Archive.search` keeps the parses of the queries it has seen (`query.parse`): only a query's first "
+          "run parses it."]
     for kind in dict.fromkeys(k for k, _ in terms):
         L += ["", f"**{kind}**", "", "| term | GB | rows | " + " | ".join(label for _, label, _ in SERIES) + " |",
               "|---|---:|---:|" + "---:|" * len(SERIES)]
