@@ -967,10 +967,9 @@ static void hitsToChars(MatchState *s, int *pRc) {
     int iLim = s->aQ[iq].iByte < s->col.n ? s->aQ[iq].iByte : s->col.n;
     b = cjk_ascii_end(z, b, iLim);
     u += b - b0;
-    /* well-formed three-byte characters wholly before the next offset asked
-    ** for (as cjk_utf8_step reads them): one character each */
-    while (b + 3 <= iLim && z[b] >= 0xE1 && z[b] <= 0xEF && z[b] != 0xED && (z[b + 1] & 0xC0) == 0x80 &&
-           (z[b + 2] & 0xC0) == 0x80) {
+    /* three-byte characters wholly before the next offset asked for: one
+    ** character each */
+    while (b < iLim && cjk_utf8_is3(z, iLim, b)) {
       b += 3;
       u++;
     }

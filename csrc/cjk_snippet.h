@@ -99,20 +99,26 @@ int cjk_utf8_strict(const unsigned char *z, int n, int i, unsigned *pCp);
 /* White space, as the snippet rule trims it. */
 int cjk_snip_is_space(unsigned cp);
 
-/* The common cases of the two above, inline: the scans over a whole text
-** (measuring it, decoding up to the window, byte -> character offsets) meet
-** mostly ASCII and three-byte characters, and a call per character was most
-** of their cost.  Same results as the functions they stand for. */
+/* Does z[i..n) start with a well-formed three-byte character other than the
+** two lead bytes with a narrower second-byte range (E0, ED)?  CJK, kana and
+** Hangul are all here; cjk_utf8_step reads one as one character (i < n). */
+CJK_INLINE int cjk_utf8_is3(const unsigned char *z, int n, int i) {
+  return z[i] >= 0xE1 && z[i] <= 0xEF && z[i] != 0xED && i + 2 < n && (z[i + 1] & 0xC0) == 0x80 &&
+         (z[i + 2] & 0xC0) == 0x80;
+}
+
+/* The common cases of cjk_utf8_strict and cjk_snip_is_space, inline: the
+** scans over a whole text (measuring it, decoding up to the window, byte ->
+** character offsets) meet mostly ASCII and three-byte characters, and a call
+** per character was most of their cost.  Same results as the functions they
+** stand for. */
 CJK_INLINE int cjk_utf8_step(const unsigned char *z, int n, int i, unsigned *pCp) {
   unsigned c = z[i];
   if (c < 0x80) {
     *pCp = c;
     return i + 1;
   }
-  /* A well-formed three-byte character other than the two lead bytes with a
-  ** narrower second-byte range (E0, ED): CJK, kana and Hangul are all here. */
-  if (c >= 0xE1 && c <= 0xEF && c != 0xED && i + 2 < n && (z[i + 1] & 0xC0) == 0x80 &&
-      (z[i + 2] & 0xC0) == 0x80) {
+  if (cjk_utf8_is3(z, n, i)) {
     *pCp = ((c & 0x0Fu) << 12) | ((z[i + 1] & 0x3Fu) << 6) | (z[i + 2] & 0x3Fu);
     return i + 3;
   }
