@@ -73,7 +73,8 @@ def build(jsonl, path, opts):
             parts[part or ("messages" if name == "messages" else "other")] += size
         text = ar.indexes.sizes()["text"]
     return {"messages": report.messages, "seconds": seconds, "msg_per_s": report.messages / seconds,
-            "file": os.path.getsize(path), "text": text, "parts": dict(parts), "merged": report.merged()}
+            "file": os.path.getsize(path), "text": text, "parts": dict(parts), "merged": report.merged(),
+            "aside": report.built_aside}
 
 
 def timed(fn, runs):

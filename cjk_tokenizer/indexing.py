@@ -23,9 +23,14 @@ integrity checks and sizes.
 """
 from __future__ import annotations
 
+import os
+import queue
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
+from urllib.parse import quote
 
 import apsw
 
@@ -437,6 +442,216 @@ def index_sizes(conn) -> dict[str, int]:
         ).fetchone()[0]
         out[route] = int(size)
     return out
+
+
+# An import of at least this many bytes of source into an archive whose index
+# is empty builds that index aside (AsideBuild).  Around a megabyte, the
+# worker's start and the copy cost what the second core saves; a few megabytes
+# up, building aside is faster.  The first empty index in ASIDE_ORDER (the
+# costliest to build first) is the one built aside.
+ASIDE_MIN_BYTES = 4 * 2**20
+ASIDE_ORDER = ("trigram", "cjk", "unicode61")
+_END, _STOP = "end", "stop"
+
+
+def _empty_index(conn, route: str) -> bool:
+    """True when ``route``'s index holds nothing, by the states' invariant (schema.py)."""
+    status, upto = states(conn).get(route, ("absent", 0))
+    if status == "live":
+        return _max_id(conn) == 0
+    if status not in ("stale", "building") or upto:
+        return False
+    return conn.execute("SELECT 1 FROM fts_backlog WHERE route = ? LIMIT 1", (route,)).fetchone() is None
+
+
+class AsideBuild:
+    """Build an empty index on the second core while a bulk import writes the messages.
+
+    ``start`` switches the index to building from watermark 0, so the import's
+    own inserts skip it, and starts a worker thread with its own connection.
+    The worker reads the messages the import has committed (``feed`` says how
+    far), through a read-only attachment of the archive, and indexes them into
+    a scratch database beside the archive file.  SQLite runs both connections
+    without Python's lock, so this index's build and the import's reading,
+    checking and other indexes share two cores instead of queueing on one.
+
+    ``finish`` lets the worker index the rest (and merge, if asked), copies the
+    index's shadow tables into the archive in one transaction, and catches up
+    whatever lies above the worker's last row, which makes the index live.  The
+    copy is exact only if no other connection changed the archive meanwhile (a
+    message the worker had read could have changed after): PRAGMA data_version
+    tells.  When another connection committed anything, or the worker failed,
+    the scratch index is dropped and catch-up builds the index in place, as an
+    import without this class would have.  ``abandon`` (the import raised)
+    stops the worker and leaves the index building from watermark 0: a later
+    catch-up, or the next big import, fills it.  The scratch file is removed in
+    every case.
+    """
+
+    def __init__(self, archive, route: str, ddl: str, data_version: int, side: str) -> None:
+        self._ar, self.route, self._ddl = archive, route, ddl
+        self._data_version, self._side = data_version, side
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker_conn: apsw.Connection | None = None
+        self._stopping = False
+        self._optimize = False
+        self.upto = 0  # the worker's index holds every message up to this id (at its snapshot)
+        self.copied = False  # finish() copied the worker's index in (else catch-up built it in place)
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name=f"cjk_tokenizer {route} index build", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def start(cls, archive, source_bytes: int) -> "AsideBuild | None":
+        """An AsideBuild for an import of ``source_bytes``, or None where none applies.
+
+        One applies to an archive file (not ``:memory:``) open for writing, for
+        the first index in ASIDE_ORDER that is empty and that this host can
+        tokenize, when the import brings at least ASIDE_MIN_BYTES.
+        """
+        if source_bytes < ASIDE_MIN_BYTES or archive.readonly or archive.path == ":memory:":
+            return None
+        conn = archive.conn
+        for route in ASIDE_ORDER:
+            if tokenizer_available(route, archive.extension_loaded) and _empty_index(conn, route):
+                break
+        else:
+            return None
+        table = fts_table(route)
+        path = os.path.abspath(archive.path)
+        try:  # beside the archive: the index may be as big as a quarter of it, too big for a tmpfs
+            fd, side = tempfile.mkstemp(prefix=f"{os.path.basename(path)}-{route}-build-", dir=os.path.dirname(path))
+        except OSError:  # a folder we cannot write in: build in place
+            return None
+        os.close(fd)
+        ddl = None
+        try:
+            with archive._tx(f"build the {route} index"):
+                if _empty_index(conn, route) and _table_exists(conn, table):
+                    _set_state(conn, route, "building", 0)
+                    _set_triggers(conn, route, "building")
+                    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+        finally:
+            if ddl is None:
+                os.remove(side)
+        if ddl is None:
+            return None
+        data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+        return cls(archive, route, ddl, data_version, side)
+
+    def feed(self, upto: int) -> None:
+        """Messages up to id ``upto`` are committed: the worker may index them."""
+        self._queue.put(int(upto))
+
+    def _work(self) -> None:
+        try:
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+            conn = self._worker_conn = apsw.Connection(self._side, flags=flags)
+            try:
+                self._index(conn)
+            finally:
+                self._worker_conn = None
+                conn.close()
+        except BaseException as exc:  # finish() builds the index in place instead
+            self.error = exc
+
+    def _index(self, conn: apsw.Connection) -> None:
+        table = fts_table(self.route)
+        conn.set_busy_timeout(10_000)
+        conn.execute("PRAGMA journal_mode=OFF")  # a scratch file: a crash leaves nothing worth keeping
+        conn.execute("PRAGMA synchronous=OFF")
+        if self.route in EXTENSION_ROUTES:
+            from .loader import load
+
+            load(conn)
+        # Read-only: the archive's one writer here is the import's connection.
+        conn.execute("ATTACH ? AS src", ("file:" + quote(os.path.abspath(self._ar.path), safe="/") + "?mode=ro",))
+        conn.execute(self._ddl)
+        for name, value in conn.execute(f"SELECT k, v FROM src.{table}_config WHERE k <> 'version'").fetchall():
+            conn.execute(f"INSERT INTO main.{table}({table}, rank) VALUES (?, ?)", (name, value))
+        while True:
+            marks = [self._queue.get()]
+            while True:  # every mark given meanwhile: one bigger chunk
+                try:
+                    marks.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if _STOP in marks or self._stopping:
+                return
+            upto = max([m for m in marks if m != _END], default=self.upto)
+            if upto > self.upto:
+                conn.execute("BEGIN")
+                conn.execute(f"INSERT INTO main.{table}(rowid, {_COLS}) SELECT id, {_COLS} FROM src.{MESSAGES} "
+                             "WHERE id > ? AND id <= ?", (self.upto, upto))
+                conn.execute("COMMIT")
+                self.upto = upto
+            if _END in marks:
+                break
+        if self._optimize:
+            conn.execute(f"INSERT INTO main.{table}({table}) VALUES ('optimize')")
+
+    def close(self, optimize: bool) -> None:
+        """No more messages: the worker indexes the rest, then merges its index if ``optimize``."""
+        self._optimize = bool(optimize)
+        self._queue.put(_END)
+
+    def finish(self) -> str:
+        """Wait for the worker, copy its index in (or build in place), make the index live.
+
+        Returns 'merged' when the index ends as one segment, 'built' otherwise."""
+        self._thread.join()
+        conn = self._ar.conn
+        try:
+            if self.error is None:
+                self.copied = self._copy(conn)
+        finally:
+            self._remove()
+        for _ in catch_up_steps(conn, self.route):  # rows above the copy, or all of them
+            pass
+        if self._optimize and not self.copied:
+            table = fts_table(self.route)
+            with immediate(conn):
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        return "merged" if self._optimize else "built"
+
+    def _copy(self, conn: apsw.Connection) -> bool:
+        table = fts_table(self.route)
+        conn.execute("ATTACH ? AS aside_build", (self._side,))
+        try:
+            with immediate(conn):
+                if (conn.execute("PRAGMA data_version").fetchone()[0] != self._data_version
+                        or states(conn).get(self.route) != ("building", 0) or not _empty_index(conn, self.route)):
+                    return False
+                # A new table object: nothing this connection cached of the empty index survives the copy.
+                conn.execute(f"DROP TABLE {table}")
+                conn.execute(self._ddl)
+                for name in fts_shadow_tables(self.route):
+                    conn.execute(f"DELETE FROM main.{name}")
+                    conn.execute(f"INSERT INTO main.{name} SELECT * FROM aside_build.{name}")
+                _set_state(conn, self.route, "building", self.upto)
+                return True
+        finally:
+            conn.execute("DETACH aside_build")
+
+    def abandon(self) -> None:
+        """Stop the worker (the import failed or was interrupted) and remove the scratch file."""
+        self._stopping = True
+        self._queue.put(_STOP)
+        worker = self._worker_conn
+        if worker is not None:
+            try:
+                worker.interrupt()
+            except apsw.Error:
+                pass
+        self._thread.join()
+        self._remove()
+
+    def _remove(self) -> None:
+        for suffix in ("", "-journal"):
+            try:
+                os.remove(self._side + suffix)
+            except FileNotFoundError:
+                pass
 
 
 def _drive(steps, progress) -> bool:

@@ -20,6 +20,12 @@ the index, so it runs only when the import itself wrote at least as much as
 the archive held: over an archive's life the merges write at most about twice
 its final index, whatever the import sizes.  Small imports into a big archive leave the
 merging to FTS5's automerge.  ``optimize=True`` / ``False`` overrides the rule.
+
+An import of at least ``indexing.ASIDE_MIN_BYTES`` of sources into an archive
+with an empty index (a new archive, say) builds that index on the second core
+while it writes (``indexing.AsideBuild`` says how, and why the result is
+exact): each committed batch is handed to the worker, which merges its index
+while this thread merges the others.
 """
 from __future__ import annotations
 
@@ -36,6 +42,7 @@ from dataclasses import dataclass, field
 from .. import records
 from ..records import InputError
 from ..archive import BULK_BATCH_CHARS
+from ..indexing import AsideBuild
 from ..schema import IMPORT_DDL
 from . import claude_code, codex, hermes, openai
 from .base import ImportFileError, Record, SessionInfo, Skip, Source, peek_objects
@@ -69,6 +76,7 @@ class ImportReport:
     changed: list = field(default_factory=list)
     missing: list = field(default_factory=list)
     optimized: dict = field(default_factory=dict)  # Indexes.optimize's result, when the import ended with it
+    built_aside: str = ""  # the index built on the second core and copied in (indexing.AsideBuild), if any
 
     def summary(self) -> str:
         """The one-line summary the CLI prints."""
@@ -263,9 +271,9 @@ def _where(src: Source, line) -> str:
 
 
 class _Run:
-    def __init__(self, archive, report: ImportReport, progress, batch_size: int, total: int):
+    def __init__(self, archive, report: ImportReport, progress, batch_size: int, total: int, aside=None):
         self.ar, self.report, self.progress = archive, report, progress
-        self.batch_size, self.total = batch_size, total
+        self.batch_size, self.total, self.aside = batch_size, total, aside
         self.before = 0  # bytes of finished sources, for progress
 
     def source(self, src: Source) -> None:
@@ -307,6 +315,8 @@ class _Run:
                 return len(flat)
 
             self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+            if self.aside is not None:
+                self.aside.feed(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
             pending.clear()
             batch.clear()
             size[:] = [0, 0]
@@ -384,23 +394,37 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
             "INSERT OR IGNORE INTO import_roots(path, format, added_at) VALUES (?, ?, ?)",
             [(r, f, time.time()) for r, f in roots]))
     total = sum(src.size or 0 for _, _, sources in planned for src in sources)
-    job = _Run(archive, report, progress, batch_size, total)
+    aside = AsideBuild.start(archive, total)
     try:
-        for _, _, sources in planned:
-            for src in sources:
-                job.source(src)
-    finally:
-        for _, _, sources in planned:
-            for src in sources:
-                if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
-                    os.unlink(src.read_path)
-    if progress is not None:
-        progress(total, total)
-    if optimize or (optimize is None and report.messages and report.messages >= before):
-        if notice is not None:
-            notice("merging the indexes into one segment" + ("" if optimize else " (the import at least doubled "
-                                                                     "the archive)"))
-        report.optimized = archive.indexes.optimize()
+        job = _Run(archive, report, progress, batch_size, total, aside)
+        try:
+            for _, _, sources in planned:
+                for src in sources:
+                    job.source(src)
+        finally:
+            for _, _, sources in planned:
+                for src in sources:
+                    if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
+                        os.unlink(src.read_path)
+        if progress is not None:
+            progress(total, total)
+        merge = bool(optimize or (optimize is None and report.messages and report.messages >= before))
+        if aside is not None:
+            aside.close(merge)  # the worker finishes (and merges) its index while this thread merges the others
+        if merge:
+            if notice is not None:
+                notice("merging the indexes into one segment" + ("" if optimize else " (the import at least "
+                                                                         "doubled the archive)"))
+            report.optimized = archive.indexes.optimize()
+        if aside is not None:
+            built = aside.finish()
+            if merge:
+                report.optimized[aside.route] = built
+            report.built_aside = aside.route if aside.copied else ""
+    except BaseException:
+        if aside is not None:
+            aside.abandon()
+        raise
     return report
 
 
