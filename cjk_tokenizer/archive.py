@@ -584,7 +584,9 @@ class Archive:
         are not added again; see importers/driver.py.
         ``optimize``: by default an import that at least doubles the archive
         ends with ``indexes.optimize()`` (the report's ``optimized`` says
-        so); True merges after any import, False never.
+        so); True merges after any import, False never.  A big import into an
+        archive with an empty index builds that index on the second core (the
+        report's ``built_aside`` names it; see importers/driver.py).
         """
         from .importers import import_source
 
