@@ -394,18 +394,13 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
             "INSERT OR IGNORE INTO import_roots(path, format, added_at) VALUES (?, ?, ?)",
             [(r, f, time.time()) for r, f in roots]))
     total = sum(src.size or 0 for _, _, sources in planned for src in sources)
-    aside = AsideBuild.start(archive, total)
+    aside = None
     try:
+        aside = AsideBuild.start(archive, total)
         job = _Run(archive, report, progress, batch_size, total, aside)
-        try:
-            for _, _, sources in planned:
-                for src in sources:
-                    job.source(src)
-        finally:
-            for _, _, sources in planned:
-                for src in sources:
-                    if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
-                        os.unlink(src.read_path)
+        for _, _, sources in planned:
+            for src in sources:
+                job.source(src)
         if progress is not None:
             progress(total, total)
         merge = bool(optimize or (optimize is None and report.messages and report.messages >= before))
@@ -425,6 +420,11 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
         if aside is not None:
             aside.abandon()
         raise
+    finally:
+        for _, _, sources in planned:
+            for src in sources:
+                if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
+                    os.unlink(src.read_path)
     return report
 
 
