@@ -80,6 +80,7 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
 
     from .archive import Archive
     from .errors import CjkTokenizerError
+    from .indexing import scratch_files
 
     if not os.path.exists(path):
         return [("archive", f"{path}: no such file", False)]
@@ -106,6 +107,12 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
             if route in sizes:
                 detail += f", {sizes[route] / 2**20:,.1f} MiB"
             rows.append((f"index {route}", detail, ok))
+        scratch = scratch_files(path)
+        if scratch:
+            size = sum(os.path.getsize(f) for f in scratch if os.path.exists(f))
+            rows.append(("scratch files", f"{len(scratch)} beside the archive ({size / 2**20:,.1f} MiB), left by an "
+                         f"import's index build ({os.path.basename(scratch[0])}…): an import running now, or one "
+                         "that was killed; delete them when no import runs", False))
         if integrity:
             for route, verdict in ar.indexes.integrity_check().items():
                 rows.append((f"integrity {route}", verdict, verdict == "ok" or verdict.startswith("skipped")))

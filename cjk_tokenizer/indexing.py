@@ -454,6 +454,24 @@ ASIDE_ORDER = ("trigram", "cjk", "unicode61")
 _END, _STOP = "end", "stop"
 
 
+def _scratch_prefix(path: str, route: str) -> str:
+    """Where AsideBuild puts its scratch file for ``route`` of the archive at ``path`` (plus a random tail)."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.dirname(path), f"{os.path.basename(path)}-{route}-build-")
+
+
+def scratch_files(path: str) -> list[str]:
+    """Scratch files of index builds beside the archive at ``path``: an import running now, or one
+    killed before it could remove its file (those are safe to delete once no import runs)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    prefixes = [os.path.basename(_scratch_prefix(path, route)) for route in ASIDE_ORDER]
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(os.path.join(folder, n) for n in names if n.startswith(tuple(prefixes)))
+
+
 def _empty_index(conn, route: str) -> bool:
     """True when ``route``'s index holds nothing, by the states' invariant (schema.py)."""
     status, upto = states(conn).get(route, ("absent", 0))
@@ -518,9 +536,9 @@ class AsideBuild:
         else:
             return None
         table = fts_table(route)
-        path = os.path.abspath(archive.path)
+        prefix = _scratch_prefix(archive.path, route)
         try:  # beside the archive: the index may be as big as a quarter of it, too big for a tmpfs
-            fd, side = tempfile.mkstemp(prefix=f"{os.path.basename(path)}-{route}-build-", dir=os.path.dirname(path))
+            fd, side = tempfile.mkstemp(prefix=os.path.basename(prefix), dir=os.path.dirname(prefix))
         except OSError:  # a folder we cannot write in: build in place
             return None
         os.close(fd)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from cjk_tokenizer import indexing
+from cjk_tokenizer import doctor, indexing
 from cjk_tokenizer.archive import Archive
 
 WORDS = ["部署失败了，请检查日志", "大别山项目管理系统", "修改youer服务 rollout", "黄山旅游攻略 travel",
@@ -237,3 +240,34 @@ def test_where_it_does_not_apply(tmp_path, monkeypatch):
         assert build is not None and build.route == "unicode61"
         build.abandon()
     assert _scratch_files(tmp_path) == [] and _no_worker()
+
+
+def test_a_killed_import_leaves_a_consistent_archive_and_doctor_names_its_scratch_file(tmp_path):
+    history, path = _history(tmp_path), str(tmp_path / "a.db")
+    code = ("import sys; from cjk_tokenizer import indexing; from cjk_tokenizer.archive import Archive; "
+            "indexing.ASIDE_MIN_BYTES = 0; Archive(sys.argv[1]).import_source(sys.argv[2], batch_size=5)")
+    proc = subprocess.Popen([sys.executable, "-c", code, path, history], cwd=str(tmp_path))
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            if indexing.scratch_files(path) and os.path.exists(path):
+                with Archive(path, readonly=True) as ar:
+                    if ar.count_messages() >= 50:
+                        break
+            time.sleep(0.005)
+        assert proc.poll() is None, "the import ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    left = indexing.scratch_files(path)
+    assert len(left) == 1 and os.path.basename(left[0]).startswith("a.db-cjk-build-")
+    rows = {name: (text, ok) for name, text, ok in doctor.archive_report(path)}
+    text, ok = rows["scratch files"]
+    assert not ok and os.path.basename(left[0]) in text
+    with Archive(path, auto_catch_up=0) as ar:
+        status = ar.indexes.status()["cjk"]
+        assert (status["status"], status["indexed_upto"]) == ("building", 0)
+        assert ar.indexes.catch_up() and ar.indexes.integrity_check()["cjk"] == "ok"
+        assert len(ar.search("第1条", limit=50)) == 1
+    os.remove(left[0])
+    assert "scratch files" not in {name for name, _, _ in doctor.archive_report(path)}
