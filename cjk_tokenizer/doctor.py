@@ -109,7 +109,12 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
             rows.append((f"index {route}", detail, ok))
         scratch = scratch_files(path)
         if scratch:
-            size = sum(os.path.getsize(f) for f in scratch if os.path.exists(f))
+            size = 0
+            for f in scratch:
+                try:
+                    size += os.path.getsize(f)
+                except OSError:  # the import that made it just removed it
+                    pass
             rows.append(("scratch files", f"{len(scratch)} beside the archive ({size / 2**20:,.1f} MiB), left by an "
                          f"import's index build ({os.path.basename(scratch[0])}…): an import running now, or one "
                          "that was killed; delete them when no import runs", False))

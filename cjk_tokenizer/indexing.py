@@ -16,6 +16,8 @@ states").  This module moves indexes between them:
   triggers in the same transaction that sees nothing left to do.
 * ``start_rebuild``: empties an index ('delete-all') and sets it building
   from watermark 0; ``catch_up_steps`` then fills it.
+* ``AsideBuild``: an import into an empty index builds it on the second
+  core, in a scratch file beside the archive, and copies it in at the end.
 
 ``Indexes`` (``archive.indexes``) is the public face of all this for one
 archive: status, catch-up, rebuild, adding, pausing and dropping an index,
