@@ -245,7 +245,7 @@ def test_where_it_does_not_apply(tmp_path, monkeypatch):
 def test_a_killed_import_leaves_a_consistent_archive_and_doctor_names_its_scratch_file(tmp_path):
     history, path = _history(tmp_path), str(tmp_path / "a.db")
     code = ("import sys; from cjk_tokenizer import indexing; from cjk_tokenizer.archive import Archive; "
-            "indexing.ASIDE_MIN_BYTES = 0; Archive(sys.argv[1]).import_source(sys.argv[2], batch_size=5)")
+            "indexing.ASIDE_MIN_BYTES = 0; Archive(sys.argv[1]).import_source(sys.argv[2], batch_size=1)")
     proc = subprocess.Popen([sys.executable, "-c", code, path, history], cwd=str(tmp_path))
     try:
         deadline = time.monotonic() + 120
