@@ -489,9 +489,9 @@ class AsideBuild:
 
     ``start`` switches the index to building from watermark 0, so the import's
     own inserts skip it, and starts a worker thread with its own connection.
-    The worker reads the messages the import has committed (``feed`` says how
-    far), through a read-only attachment of the archive, and indexes them into
-    a scratch database beside the archive file.  SQLite runs both connections
+    The worker reads the messages the import has committed (``feed`` says when
+    more are), through a read-only attachment of the archive, and indexes them
+    into a scratch database beside the archive file.  SQLite runs both connections
     without Python's lock, so this index's build and the import's reading,
     checking and other indexes share two cores instead of queueing on one.
 
@@ -559,9 +559,9 @@ class AsideBuild:
         data_version = conn.execute("PRAGMA data_version").fetchone()[0]
         return cls(archive, route, ddl, data_version, side)
 
-    def feed(self, upto: int) -> None:
-        """Messages up to id ``upto`` are committed: the worker may index them."""
-        self._queue.put(int(upto))
+    def feed(self) -> None:
+        """The import has committed a batch: the worker may index every message now in the table."""
+        self._queue.put(_max_id(self._ar.conn))
 
     def _work(self) -> None:
         try:

@@ -316,7 +316,7 @@ class _Run:
 
             self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
             if self.aside is not None:
-                self.aside.feed(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+                self.aside.feed()
             pending.clear()
             batch.clear()
             size[:] = [0, 0]
