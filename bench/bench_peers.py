@@ -61,7 +61,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import apsw  # noqa: E402
 
-from cjk_tokenizer import Archive, schema  # noqa: E402
+from cjk_tokenizer import Archive, schema, search  # noqa: E402
 from cjk_tokenizer.cli import _positive_int  # noqa: E402
 from cjk_tokenizer.indexing import FTS_SETTINGS  # noqa: E402
 
@@ -283,11 +283,15 @@ def measure_ours(path, terms, runs):
             match = ar.explain(term).get("match")  # None when the plan is not one cjk MATCH
             t = schema.fts_table("cjk")
             count = f"SELECT count(*) FROM {t} WHERE {t} MATCH ?"
-            r["count all"] = r["raw_rows"] = None
+            r["count all"] = r["raw_rows"] = r["walk bound"] = None
             if match:
                 # one pass over every matching row: what FTS5's bm25 does first, to weigh each phrase
                 r["count all"], got = cell(lambda: conn.execute(count, (match,)).fetchall(), runs)
                 r["raw_rows"] = got[0][0]
+                # the least a relevance search over more matches than the bound reads: the newest
+                # relevance_bound of them, ids only, unscored
+                walk = f"SELECT rowid FROM {t} WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT {search.RELEVANCE_BOUND}"
+                r["walk bound"], _ = cell(lambda: conn.execute(walk, (match,)).fetchall(), runs)
             if len(term) >= 3 and kind != "Latin word":  # the bigrams a longer CJK word is a phrase of
                 pairs = [term[i:i + 2] for i in range(len(term) - 1)]
                 r["bigram_rows"] = {p: conn.execute(count, (columns_match(p),)).fetchone()[0] for p in pairs}
@@ -444,15 +448,20 @@ def _verdict(ok):
     return "met" if ok else "**MISSED**"
 
 
+def _walk(o):
+    """What reading a term's newest ``relevance_bound`` matches (ids only, unscored) took, at p50."""
+    return (f"walking its newest {min(o['raw_rows'], search.RELEVANCE_BOUND):,} matches, ids only and unscored, "
+            f"takes {ms(o['walk bound']['p50'])} ms") if o.get("walk bound") and o.get("raw_rows") else None
+
+
 def _why_relevance(slow):
-    """What the run measured about relevance searches over the target: bm25's pass over every match."""
-    parts = [f"`{t}` ({o['like_rows']:,} rows) {ms(o['search relevance']['p50'])} ms, of which a count(*) of its "
-             f"MATCH takes {ms(o['count all']['p50'])} ms" for t, o in slow if o.get("count all")]
+    """What the run measured about relevance searches over the target: the matches it must read."""
+    parts = [f"`{t}` ({o['like_rows']:,} rows) {ms(o['search relevance']['p50'])} ms; {_walk(o)}"
+             for t, o in slow if _walk(o)]
     if not parts:
         return []
-    return ["  - Why: FTS5's bm25 weighs each phrase by the number of rows that hold it, which it counts on its "
-            "first call by reading every one of them, as a count(*) of the MATCH does; `relevance_bound` caps only "
-            "the scoring that follows (p50s: " + "; ".join(parts) + ")."]
+    return ["  - Why: relevance reads the matches it ranks (the newest `relevance_bound` of them), once to find "
+            "where they end and once to score them (p50s: " + "; ".join(parts) + ")."]
 
 
 def _split(o):
@@ -486,9 +495,16 @@ def _why_rare(rows):
         L.append("  - Why, 3+ character words: " + ("these are common words, not rare ones" if common else
                                                       "at p50") + " (" + "; ".join(
             f"`{t}` {o['like_rows']:,} rows: relevance {ms(o['search relevance']['p50'])} ms, newest "
-            f"{ms(o['search newest']['p50'])} ms" for t, o in words) + "); their relevance pays bm25: its count "
-            "of every matching row, then its scoring of the newest `relevance_bound` of them; their newest first "
-            "pays the 20 hits' snippets.")
+            f"{ms(o['search newest']['p50'])} ms" for t, o in words) + ").")
+        walks = [(t, o) for t, o in words if _walk(o)]
+        if walks:
+            over = all(o["walk bound"]["p50"] * 1000 > RARE_MS for _, o in walks)
+            L.append(f"    Their relevance ranks the newest {search.RELEVANCE_BOUND:,} matches (`relevance_bound`): "
+                     + "; ".join(f"`{t}`: {_walk(o)}" for t, o in walks)
+                     + (f", over {RARE_MS} ms before any ranking." if over else "."))
+        splits = [f"`{t}` {_split(o)}" for t, o in words if _split(o)]
+        if splits:
+            L.append("    Their newest first pays the 20 hits' snippets: " + "; ".join(splits) + ".")
     return L
 
 

@@ -41,8 +41,9 @@ non-ASCII row instead, so that an exclusion never lets a message through.
 live or cannot express a term: unicode61 cannot find CJK text, trigram only
 finds CJK runs of >= 3 characters; scan can express everything, slowly).
 
-Ranking: an fts plan orders by ``bm25(index, *BM25_WEIGHTS)``; a combined plan
-by bm25 of its positive terms on the best index among them (cjk, then
+Ranking: an fts plan orders by ``bm25(index, *BM25_WEIGHTS)`` (computed by
+``cjk_rank`` where the extension is loaded: bm25's order, search.py); a
+combined plan by bm25 of its positive terms on the best index among them (cjk, then
 unicode61, then trigram), rows found only by scan or glued-word checks last.
 Ties and queries without positive terms: newest first.
 """
@@ -106,7 +107,9 @@ class Plan:
         """The whole query as one boolean SQL expression over messages m (see ``predicate``)."""
         return predicate(self.node, self.forms)
 
-    def explain(self) -> dict:
+    def explain(self, rank: str = "bm25") -> dict:
+        """The plan in words; ``rank`` names the FTS5 ranking function its SQL calls
+        (search.rank_function: cjk_rank where the extension is loaded, else bm25)."""
         out = {
             "query": str(self.node),
             "live_indexes": sorted(self.live),
@@ -121,11 +124,12 @@ class Plan:
             t = table(self.fts_route)
             out["how"] = f"one MATCH on {t}"
             out["match"] = self.match
-            out["rank"] = f"bm25({t}, {', '.join(map(str, BM25_WEIGHTS))})"
+            out["rank"] = f"{rank}({t}, {', '.join(map(str, BM25_WEIGHTS))})"
         else:
             out["how"] = "one boolean expression over messages combining the terms' own SQL"
             out["rank"] = (
-                f"bm25({table(self.score_route)}) of {self.score_match}; other rows after"
+                f"{rank}({table(self.score_route)}, {', '.join(map(str, BM25_WEIGHTS))}) of {self.score_match}; "
+                "other rows after"
                 if self.score_match
                 else "newest first (no indexed positive term to score)"
             )

@@ -8,6 +8,12 @@ Sorting
 -------
 relevance   bm25 with column weights compiler.BM25_WEIGHTS (content 10,
             reasoning 2, tool_name 3, tool_calls 3); ties newest first.
+            Where the extension is loaded the SQL calls its ``cjk_rank``
+            (csrc/cjk_rank.h): bm25 divided by the sum of the query's
+            phrase IDFs, so the same order, but a query of one phrase is
+            not first counted over the whole index, as bm25 counts it to
+            find that phrase's IDF (which then divides out).  Without the
+            extension, FTS5's own bm25.
 newest      message id descending, oldest: ascending.  Ids are rowids, which
             grow with every append, so this is arrival order; an fts plan
             walks the FTS index in rowid order and stops after ``limit`` hits
@@ -58,9 +64,11 @@ else snippet.py applies the same C code to the matches evaluate.py finds.
 ``route`` names the route(s) that served the query ("cjk", "unicode61+scan").
 ``title`` is the hit's session title (None if untitled or if the message has no
 session row).  ``score`` is the relevance the hits were ranked by, higher is
-better: FTS5's bm25 with the weights above, negated (FTS5 orders by bm25
-ascending).  It is None when no index scored the hit: ``sort`` newest or
-oldest, or a scan-only plan.
+better: the ranking function's value (above) negated, as FTS5 orders by it
+ascending.  With ``cjk_rank`` it lies between 0 and 2.2 whatever the query
+(bm25's own scale grows with the terms' rarity); either way, compare scores
+within one result.  It is None when no index scored the hit: ``sort`` newest
+or oldest, or a scan-only plan.
 
 SQL functions
 -------------
@@ -82,7 +90,7 @@ sql            the statements that find the hits, in the order they run:
                each ``{"sql", "params", "literal"}``, ``literal`` being the
                statement with its parameters written in (paste it into the
                sqlite3 shell).  Their rows, concatenated, are the hits in
-               order: ``(message id, cjk_match JSON or NULL, bm25 or NULL)``,
+               order: ``(message id, cjk_match JSON or NULL, rank or NULL)``,
                and where they call cjk_match, the hit's session id, role,
                timestamp and session title after those.  Usually one
                statement; a relevance page that straddles ``rank_floor``
@@ -126,6 +134,7 @@ RELEVANCE_BOUND = 5_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
+RANK_FUNCTION = "cjk_rank"
 
 
 @dataclass
@@ -236,6 +245,24 @@ def _aux_available(conn, state) -> bool:
         except Exception:  # "no such function" (an older extension), or no cjk table
             return False
     return True
+
+
+def rank_function(conn, fts_table: str, state: dict | None = None) -> str:
+    """The FTS5 function relevance ranks by on ``conn``: ``cjk_rank`` where the
+    extension is loaded (bm25's order without its count of a lone phrase's
+    rows), else ``bm25``.  ``state`` (ensure_functions') remembers the answer
+    for the connection, so a search prepares no probe again."""
+    if state is not None and state.get("rank"):
+        return state["rank"]
+    try:
+        conn.execute(f"SELECT {RANK_FUNCTION}({fts_table}) FROM {fts_table} WHERE {fts_table} MATCH 'x' LIMIT 0"
+                     ).fetchall()
+        name = RANK_FUNCTION
+    except Exception:  # "no such function": no extension (or an older one) on this connection
+        name = "bm25"
+    if state is not None:
+        state["rank"] = name
+    return name
 
 
 # ---- argument checks -----------------------------------------------------------
@@ -365,13 +392,13 @@ def _page(limit: int, offset: int) -> str:
 
 
 def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple[str, tuple], aux: bool,
-                   snippet_chars: int, limit: int, offset: int, few: bool = False) -> Statement:
+                   snippet_chars: int, limit: int, offset: int, few: bool = False, rank: str = "bm25") -> Statement:
     """The plan's one MATCH within ``bounds`` (more conditions on the rowid).
 
     Newest/oldest: FTS5 walks its index in rowid order and stops after the
     page, so there is no sorter and ``cjk_match`` (when ``aux``) runs only
     for the rows returned.  Relevance: a ranking query scores every match by
-    bm25 with our weights, computing nothing else, and SQLite sorts them
+    ``rank`` (bm25 or cjk_rank) with our weights, computing nothing else, and SQLite sorts them
     (ties newest first); ``cjk_match`` then runs on the page's rows alone,
     met again in one walk of the same MATCH over the page's range of rowids.
     (FTS5's own ``rank`` order costs more: it scores in a nested statement
@@ -391,7 +418,7 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
     # messages is joined only for the filters (or the few rows of a page): a
     # seek per scored row would cost as much as the scoring
     join = f"JOIN {MESSAGES} m ON m.id = {t}.rowid " if fsql or (few and aux) else ""
-    score = f"bm25({t}, {_weights()}) AS score"
+    score = f"{rank}({t}, {_weights()}) AS score"
     source = f"FROM {t} {join}WHERE {t} MATCH ?{bsql}{fsql} ORDER BY score, id DESC {_page(limit, offset)}"
     rparams = (p.match, *bparams, *fparams)
     if few or not aux:
@@ -412,7 +439,7 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
 
 
 def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
-                        floor: int | None, limit: int, offset: int) -> Statement:
+                        floor: int | None, limit: int, offset: int, rank: str = "bm25") -> Statement:
     """The plan's boolean expression over messages, ranked by its score MATCH (if any) joined in."""
     cond = p.where()
     (csql, cparams), (fsql, fparams) = after, filters
@@ -421,7 +448,7 @@ def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: t
         st = table(p.score_route)
         above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
         head = (f"WITH sc(id, score) AS MATERIALIZED "
-                f"(SELECT rowid, bm25({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?{above}) ")
+                f"(SELECT rowid, {rank}({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?{above}) ")
         join = "LEFT JOIN sc ON sc.id = m.id "
         sparams = (p.score_match, *aparams)
     order = {
@@ -437,11 +464,11 @@ def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: t
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
                   snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
-                  floor: int | None = None, bound: int = 0, few: bool = False) -> list[Statement]:
+                  floor: int | None = None, bound: int = 0, few: bool = False, rank: str = "bm25") -> list[Statement]:
     """The statements that find the plan's hits, best first.
 
     Run in order, their rows concatenated are the hits as ``(message id,
-    cjk_match JSON or NULL, bm25 or NULL)``; on an fts plan ``cjk_match``
+    cjk_match JSON or NULL, rank or NULL)``; on an fts plan ``cjk_match``
     runs (when ``aux`` is true) for the returned rows only (_fts_statement
     says how), and then the rows go on with the hit's session id, role,
     timestamp and session title.  Ties in bm25 go newest first.  ``offset`` rows are
@@ -450,22 +477,24 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     above it), relevance ranks the matches above it by bm25 and lists the
     others after them, newest first, so paging still reaches every match:
     on an fts plan that is two statements when a page holds some of each.
+    ``rank`` is the FTS5 ranking function (rank_function).
     """
     if p.kind != "fts":
-        return [_combined_statement(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset)]
+        return [_combined_statement(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
+                                    rank)]
     t = table(p.fts_route)
     if sort == "relevance" and floor is not None:
         ranked = min(limit, bound - offset) if offset < bound else 0  # rows this page takes above the floor
         out = []
         if ranked:
             out.append(_fts_statement(p, "relevance", (f" AND {t}.rowid > ?", (floor,)), filters, aux,
-                                      snippet_chars, ranked, offset))
+                                      snippet_chars, ranked, offset, rank=rank))
         if ranked < limit:
             out.append(_fts_statement(p, "newest", (f" AND {t}.rowid <= ?", (floor,)), filters, aux,
                                       snippet_chars, limit - ranked, max(0, offset - bound)))
         return out
     return [_fts_statement(p, sort, _after_cursor(sort, last, f"{t}.rowid"), filters, aux, snippet_chars,
-                           limit, offset, few)]
+                           limit, offset, few, rank)]
 
 
 def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None,
@@ -569,6 +598,7 @@ class _Prepared:
     bound: int | None  # relevance_bound, checked
     floor: int | None  # relevance_scope's floor
     aux: bool  # the statements call cjk_match (the hits' snippets come with them)
+    rank: str  # the FTS5 ranking function (rank_function)
     statements: list
 
 
@@ -586,12 +616,15 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
-    floor, few = None, False
+    floor, few, rank = None, False, "bm25"
     if sort == "relevance":  # few matches matter only where snippets come from cjk_match
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
+        ranking = p.fts_route if p.kind == "fts" else p.score_route
+        if ranking:
+            rank = rank_function(conn, table(ranking), state)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
-                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few)
-    return _Prepared(p, sort, offset, bound, floor, aux, statements)
+                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank)
+    return _Prepared(p, sort, offset, bound, floor, aux, rank, statements)
 
 
 def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
@@ -651,14 +684,16 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
         prep = _prepare(conn, query, live_indexes, include_reasoning=include_reasoning, route=route,
                         relevance_bound=relevance_bound, cjk_unigrams=cjk_unigrams, fold_variants=fold_variants,
                         **search)
-        p, relevance_bound = prep.plan, prep.bound
+        p, relevance_bound, rank = prep.plan, prep.bound, prep.rank
     else:
         if search:
             raise TypeError(f"explain() takes {', '.join(sorted(search))} only with sql=True")
         relevance_bound = _check_bound(relevance_bound)
         p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
                        cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
-    out = p.explain()
+        ranking = p.fts_route if p.kind == "fts" else p.score_route
+        rank = rank_function(conn, table(ranking)) if conn is not None and ranking else "bm25"
+    out = p.explain(rank)
     if "cjk" in p.live:
         out["cjk_unigrams"] = bool(cjk_unigrams)  # one character: "X" (a unigram each) or "X"* (prefix)
     if relevance_bound and (p.kind == "fts" or p.score_match):

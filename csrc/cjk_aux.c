@@ -49,10 +49,6 @@
 #define CJK_LITERAL_SCAN_RATIO 24
 
 
-/* The registration's user data: its own copy of the host routines. */
-typedef struct CjkAux {
-  CjkHost host;
-} CjkAux;
 
 /* ---- growable output buffer ------------------------------------------- */
 
@@ -1157,8 +1153,7 @@ static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
 
 static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                          int nVal, sqlite3_value **apVal) {
-  const CjkAux *pAux = (const CjkAux *)pApi->xUserData(pFts);
-  const CjkHost *h = &pAux->host;
+  const CjkHost *h = (const CjkHost *)pApi->xUserData(pFts);
   MatchArgs args;
   MatchState s;
   Buf out;
@@ -1219,16 +1214,20 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   h->result_text(pCtx, out.a, (int)out.n, h->free);
 }
 
-static void cjkAuxDestroy(void *p) { ((CjkAux *)p)->host.free(p); }
+static void hostCopyFree(void *p) { ((CjkHost *)p)->free(p); }
 
-int cjk_aux_register(fts5_api *pFts5, const CjkHost *pHost) {
-  CjkAux *p;
+int cjk_aux_create(fts5_api *pFts5, const CjkHost *pHost, const char *zName, fts5_extension_function xFunc) {
+  CjkHost *p;
   int rc;
   if (!pFts5 || !pHost || !pFts5->xCreateFunction || !pHost->malloc64) return SQLITE_MISUSE;
   p = pHost->malloc64(sizeof(*p));
   if (!p) return SQLITE_NOMEM;
-  p->host = *pHost;
-  rc = pFts5->xCreateFunction(pFts5, CJK_MATCH_NAME, (void *)p, cjkMatchFunc, cjkAuxDestroy);
+  *p = *pHost;
+  rc = pFts5->xCreateFunction(pFts5, zName, (void *)p, xFunc, hostCopyFree);
   if (rc != SQLITE_OK) pHost->free(p); /* FTS5 keeps xDestroy only on success */
   return rc;
+}
+
+int cjk_aux_register(fts5_api *pFts5, const CjkHost *pHost) {
+  return cjk_aux_create(pFts5, pHost, CJK_MATCH_NAME, cjkMatchFunc);
 }

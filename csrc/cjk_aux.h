@@ -84,9 +84,13 @@
 
 #define CJK_MATCH_NAME "cjk_match"
 
-/* Register the auxiliary function(s) with pFts5.  Host routines are copied
-** into the registration, so two SQLite libraries in one process never share. */
+/* Register cjk_match with pFts5.  Host routines are copied into the
+** registration, so two SQLite libraries in one process never share. */
 int cjk_aux_register(fts5_api *pFts5, const CjkHost *pHost);
+
+/* Register xFunc as the auxiliary function zName, its user data (xUserData)
+** a copy of *pHost that FTS5 frees with the host's allocator. */
+int cjk_aux_create(fts5_api *pFts5, const CjkHost *pHost, const char *zName, fts5_extension_function xFunc);
 
 /* cjk_match's xToken when it re-tokenizes a column (pCtx is its collector).
 ** It keeps only the tokens at the instances' positions, and most tokens of a

@@ -1,6 +1,7 @@
 /*
 ** cjk_extension.c — the SQLite entry point: registers the cjk_unicode61
-** tokenizer and the cjk_match auxiliary function with one connection's FTS5,
+** tokenizer and the cjk_match and cjk_rank auxiliary functions with one
+** connection's FTS5,
 ** and the cjk_version table (cjk_version.c) with the connection.
 **
 ** No scalar SQL functions: reaching their user data needs the host's
@@ -23,6 +24,7 @@
 #include "cjk_api.h"
 #include "cjk_aux.h"
 #include "cjk_host.h"
+#include "cjk_rank.h"
 #include "cjk_tokenizer.h"
 #include "cjk_version.h"
 
@@ -60,10 +62,12 @@ static void hostInit(CjkHost *pHost, const sqlite3_api_routines *pApi) {
   COPY_SLOT(bind_pointer);
   COPY_SLOT(step);
   COPY_SLOT(finalize);
+  COPY_SLOT(result_double);
   COPY_SLOT(result_error);
   COPY_SLOT(result_error_nomem);
   COPY_SLOT(result_text);
   COPY_SLOT(value_bytes);
+  COPY_SLOT(value_double);
   COPY_SLOT(value_text);
   COPY_SLOT(value_type);
   COPY_SLOT(create_module_v2);
@@ -130,6 +134,11 @@ CJK_API int sqlite3_cjkunicode_init(sqlite3 *db, char **pzErrMsg,
   rc = cjk_aux_register(pFts5, &host);
   if (rc != SQLITE_OK) {
     if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering cjk_match failed (%d)", rc);
+    return rc;
+  }
+  rc = cjk_rank_register(pFts5, &host);
+  if (rc != SQLITE_OK) {
+    if (pzErrMsg) *pzErrMsg = host.mprintf("cjk_unicode61: registering cjk_rank failed (%d)", rc);
     return rc;
   }
   return cjk_version_register(db, &host, pzErrMsg);

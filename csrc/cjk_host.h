@@ -49,10 +49,12 @@ typedef unsigned long long sqlite3_uint64;
 #define CJK_SLOT_free 58
 #define CJK_SLOT_libversion_number 67
 #define CJK_SLOT_mprintf 69
+#define CJK_SLOT_result_double 79
 #define CJK_SLOT_result_error 80
 #define CJK_SLOT_result_text 85
 #define CJK_SLOT_step 94
 #define CJK_SLOT_value_bytes 103
+#define CJK_SLOT_value_double 105
 #define CJK_SLOT_value_text 109
 #define CJK_SLOT_value_type 113
 #define CJK_SLOT_prepare_v2 116
@@ -72,10 +74,12 @@ typedef struct CjkHost {
   int (*bind_pointer)(sqlite3_stmt *, int, void *, const char *, void (*)(void *));
   int (*step)(sqlite3_stmt *);
   int (*finalize)(sqlite3_stmt *);
+  void (*result_double)(sqlite3_context *, double);
   void (*result_error)(sqlite3_context *, const char *, int);
   void (*result_error_nomem)(sqlite3_context *);
   void (*result_text)(sqlite3_context *, const char *, int, void (*)(void *));
   int (*value_bytes)(sqlite3_value *);
+  double (*value_double)(sqlite3_value *);
   const unsigned char *(*value_text)(sqlite3_value *);
   int (*value_type)(sqlite3_value *);
   int (*create_module_v2)(sqlite3 *, const char *, const sqlite3_module *, void *, void (*)(void *));

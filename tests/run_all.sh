@@ -108,7 +108,8 @@ if have_stage fuzz; then
   # SQLite itself gets ASan but no coverage feedback: the fuzzer steers by our code.
   clang -O1 -fsanitize=address -DSQLITE_ENABLE_FTS5 -DSQLITE_THREADSAFE=0 \
     -c "$FUZZ_DIR/package/deps/sqlite3/sqlite3.c" -o "$FUZZ_DIR/sqlite3.o"
-  FUZZ_SRC=(csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c csrc/cjk_snippet.c
+  FUZZ_SRC=(csrc/fuzz/fuzz_tokenizer.c csrc/cjk_chars.c csrc/cjk_variants.c csrc/cjk_tokenizer.c csrc/cjk_aux.c
+            csrc/cjk_rank.c csrc/cjk_snippet.c
             csrc/cjk_extension.c csrc/cjk_version.c)
   FUZZ_CFLAGS=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Icsrc
                '-DCJK_VERSION="fuzz"')

@@ -161,7 +161,7 @@ def test_newest_first_does_not_score_every_match(conn):
     # page's rows only, in a walk of the MATCH over their rowid range.
     rel = sqls[1]
     ranking, outer = rel.split("), page(id, aux, score) AS MATERIALIZED (SELECT top.id", 1)
-    assert "bm25(" in ranking and "cjk_match" not in ranking and ranking.endswith("LIMIT 1 OFFSET 0")
+    assert "cjk_rank(" in ranking and "cjk_match" not in ranking and ranking.endswith("LIMIT 1 OFFSET 0")
     assert "cjk_match(" in outer and "BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)" in outer
     assert "MATERIALIZE top" in plans[1] and "TEMP B-TREE" in plans[1]
     # messages is read for the page's rows, after the walk, not for every match in it

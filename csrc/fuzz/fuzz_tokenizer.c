@@ -1,5 +1,5 @@
 /*
-** fuzz_tokenizer.c — libFuzzer harness for cjk_unicode61, cjk_match and
+** fuzz_tokenizer.c — libFuzzer harness for cjk_unicode61, cjk_match, cjk_rank and
 ** their argument parsing, on either FTS5 host path.
 **
 ** Build (see the fuzz stage of tests/run_all.sh), once per host:
@@ -156,19 +156,19 @@ static void tokDelete(Tok *pTok) {
 }
 
 /* Insert the text into t (tv, which folds variants, when data[0] & 0x08),
-** query it with cjk_match() in the argument shape eShape picks, then empty
+** query it with cjk_match() (and cjk_rank()) in the argument shape eShape picks, then empty
 ** the table. */
 static void throughFts5(const uint8_t *data, const char *zText, size_t nText, const char *zArgVal,
                         int nArgVal) {
   static const char *const azSql[2][4] = {
       {"SELECT cjk_match(t, 'a,b', 40), highlight(t, 0, '[', ']') FROM t WHERE t MATCH ?1",
-       "SELECT cjk_match(t, ?2, ?3) FROM t WHERE t MATCH ?1",
+       "SELECT cjk_match(t, ?2, ?3), cjk_rank(t, ?3, ?2), cjk_rank(t) FROM t WHERE t MATCH ?1",
        ("SELECT cjk_match(t, ?2, ?3, ?4, ?5, ?4), snippet(t, -1, '[', ']', '~', 8) "
         "FROM t WHERE t MATCH ?1"),
        ("SELECT cjk_match(t), cjk_match(t, ?2, ?3, ?4, ?4, ?4, ?3), cjk_match(t, ?2, ?3, ?4, ?4, ?4, ?4, ?4) "
         "FROM t WHERE t MATCH ?1")},
       {"SELECT cjk_match(tv, 'a,b', 40), highlight(tv, 0, '[', ']') FROM tv WHERE tv MATCH ?1",
-       "SELECT cjk_match(tv, ?2, ?3) FROM tv WHERE tv MATCH ?1",
+       "SELECT cjk_match(tv, ?2, ?3), cjk_rank(tv, ?3, ?2), cjk_rank(tv) FROM tv WHERE tv MATCH ?1",
        ("SELECT cjk_match(tv, ?2, ?3, ?4, ?5, ?4), snippet(tv, -1, '[', ']', '~', 8) "
         "FROM tv WHERE tv MATCH ?1"),
        ("SELECT cjk_match(tv), cjk_match(tv, ?2, ?3, ?4, ?4, ?4, ?3), cjk_match(tv, ?2, ?3, ?4, ?4, ?4, ?4, ?4) "
