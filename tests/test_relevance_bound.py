@@ -135,3 +135,14 @@ def test_a_repeated_search_prepares_no_statement_again(archive, kw, query):
     shadow = ("_idx", "_data", "_config", "_docsize", "_content")
     ours = [a for a in prepared if a[0] != 21 and not (a[0] == 20 and a[1].endswith(shadow))]
     assert again == first and ours == []
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_at_the_bound_exactly(archive, query):
+    # one match more than the bound: the oldest is left out of the ranking and the result says so
+    hits = archive.search(query, limit=N - 1, relevance_bound=N - 1)
+    assert set(_ids(hits)) == set(range(2, N + 1)) and hits.ranked_among == N - 1
+    assert _ids(hits) == _ids(archive.search(query, limit=N - 1, after=1001.0, relevance_bound=None))
+    # as many matches as the bound: every one is ranked
+    hits = archive.search(query, limit=5, relevance_bound=N)
+    assert _ids(hits) == _ids(archive.search(query, limit=5, relevance_bound=None)) and hits.ranked_among is None
