@@ -364,6 +364,18 @@ def class_breakdown(conn, sample_bytes):
 
 # ---- machine ----------------------------------------------------------------
 
+def loop_ms(rounds: int = 5) -> float:
+    """Median ms of a pure-Python loop of 10**6 additions: how fast this shared machine runs at the
+    moment, so that runs of one command on different days can be told apart from the code's changes."""
+    times = []
+    for _ in range(rounds):
+        t0, total = time.perf_counter(), 0
+        for i in range(1_000_000):
+            total += i
+        times.append((time.perf_counter() - t0) * 1000)
+    return sorted(times)[rounds // 2]
+
+
 def machine_info():
     cpu = "unknown"
     try:

@@ -620,7 +620,9 @@ def fmt(cmd, info, ours_build, builds, nbytes, terms, ours, cjkfts, hermes, rows
     b = ours_build
     L = [f"Command: `{cmd}`  ",
          f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']} RAM; {info['os']}; load average at "
-         f"start/end {peers['load']:.1f} / {peers.get('load_end', os.getloadavg()[0]):.1f}  ",
+         f"start/end {peers['load']:.1f} / {peers.get('load_end', os.getloadavg()[0]):.1f}"
+         + (f"; a Python loop of 10^6 additions takes {peers['loop_ms'][0]:.0f} / {peers['loop_ms'][1]:.0f} ms at "
+            "start/end (`bench_index.loop_ms`: compare runs by it)" if peers.get("loop_ms") else "") + "  ",
          f"Versions: SQLite {info['sqlite']}, APSW {info['apsw']}, Python {info['python']}, cjk_tokenizer "
          f"{info['cjk_tokenizer']}; {peers['cjkfts']}; {peers['hermes']}  ",
          f"Corpus: `{os.path.basename(peers['jsonl'])}`, {b['messages']:,} messages, {b['text'] / 1e6:,.1f} MB of "
@@ -706,7 +708,7 @@ def main(argv=None):
         return 0
     if not a.jsonl and not a.smoke:
         raise SystemExit("--jsonl is required (a corpus from bench/generate.py), or --smoke")
-    load0 = os.getloadavg()[0]
+    load0, loop0 = os.getloadavg()[0], bench_index.loop_ms()
     work = tempfile.mkdtemp() if a.smoke else a.workdir
     os.makedirs(work, exist_ok=True)
     jsonl = a.jsonl
@@ -752,7 +754,7 @@ def main(argv=None):
     args = argv if argv is not None else sys.argv[1:]
     # the corpus by its file name: where it lay on the measuring machine means nothing to a reader
     cmd = "python bench/bench_peers.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
-    peers["load_end"] = os.getloadavg()[0]
+    peers["load_end"], peers["loop_ms"] = os.getloadavg()[0], [loop0, bench_index.loop_ms()]
     data = {"measured": results.now_stamp(), "cmd": cmd, "info": bench_index.machine_info(),
             "ours_build": ours_build, "builds": builds, "nbytes": nbytes, "terms": terms, "ours": ours,
             "cjkfts": cjkfts, "hermes": hermes, "rows": rows, "peers": peers}
