@@ -32,3 +32,4 @@ def test_shell_example_answers_as_commented(tmp_path, sqlite3_shell):
     assert lines[:3] == ["1", "2", "2"]
     assert lines[3] == "東京の[天気]"
     assert lines[4].startswith('{"matched_in":["body"]') and '"snippet":"大别山**项目**管理系统"' in lines[4]
+    assert lines[5:] == ["1"]  # cjk_rank orders the matches
