@@ -59,7 +59,8 @@ if have_stage debian; then
   [[ -x $VENV/bin/python ]] || /usr/bin/python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check cffi apsw pytest hypothesis
   # The in-tree package (built in setup above; the cffi module is abi3) is imported from $ROOT.
-  CJK_REQUIRE_STDLIB_LOAD=1 "$VENV/bin/python" -m pytest -q tests/test_hosts.py tests/test_loading.py tests/test_aux.py
+  CJK_REQUIRE_STDLIB_LOAD=1 "$VENV/bin/python" -m pytest -q tests/test_hosts.py tests/test_loading.py tests/test_aux.py \
+    tests/test_rank.py
 fi
 
 if have_stage plugins; then
