@@ -41,9 +41,9 @@ non-ASCII row instead, so that an exclusion never lets a message through.
 live or cannot express a term: unicode61 cannot find CJK text, trigram only
 finds CJK runs of >= 3 characters; scan can express everything, slowly).
 
-Ranking: an fts plan orders by ``bm25(index, *BM25_WEIGHTS)`` (computed by
-``cjk_rank`` where the extension is loaded: bm25's order, search.py); a
-combined plan by bm25 of its positive terms on the best index among them (cjk, then
+Ranking: an fts plan orders by ``bm25(index, *BM25_WEIGHTS)`` (where the
+extension is loaded, by its ``cjk_rank``, which gives bm25's order: search.py);
+a combined plan by bm25 of its positive terms on the best index among them (cjk, then
 unicode61, then trigram), rows found only by scan or glued-word checks last.
 Ties and queries without positive terms: newest first.
 """
