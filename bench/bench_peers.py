@@ -501,7 +501,7 @@ def _why_rare(rows):
             over = all(o["walk bound"]["p50"] * 1000 > RARE_MS for _, o in walks)
             L.append(f"    Their relevance ranks the newest {search.RELEVANCE_BOUND:,} matches (`relevance_bound`): "
                      + "; ".join(f"`{t}`: {_walk(o)}" for t, o in walks)
-                     + (f", over {RARE_MS} ms before any ranking." if over else "."))
+                     + (f"; each over {RARE_MS} ms before any ranking." if over else "."))
         splits = [f"`{t}` {_split(o)}" for t, o in words if _split(o)]
         if splits:
             L.append("    Their newest first pays the 20 hits' snippets: " + "; ".join(splits) + ".")
