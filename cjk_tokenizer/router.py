@@ -84,6 +84,12 @@ class Plan:
     score_match: str | None = None
 
     @property
+    def ranking(self) -> tuple[str | None, str | None]:
+        """(route, MATCH) of the index query that ranks the plan by relevance: the fts plan's own
+        MATCH, or a combined plan's score MATCH ((None, None) when nothing scores it)."""
+        return (self.fts_route, self.match) if self.kind == "fts" else (self.score_route, self.score_match)
+
+    @property
     def routes(self) -> list[str]:
         used = {f.route for f in self.forms.values()}
         return [r for r in ROUTES if r in used]

@@ -265,6 +265,12 @@ def rank_function(conn, fts_table: str, state: dict | None = None) -> str:
     return name
 
 
+def _plan_rank(conn, p: Plan, state: dict | None = None) -> str:
+    """rank_function for the index that ranks ``p`` (bm25 when nothing does)."""
+    route = p.ranking[0]
+    return rank_function(conn, table(route), state) if route else "bm25"
+
+
 # ---- argument checks -----------------------------------------------------------
 
 
@@ -508,7 +514,7 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
     ``bound`` only, walking the index by rowid to find them instead of
     scoring every match.  Few matches need no floor.
     """
-    route, match = (p.fts_route, p.match) if p.kind == "fts" else (p.score_route, p.score_match)
+    route, match = p.ranking
     if match is None:
         return None, False
     t = table(route)
@@ -616,12 +622,10 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
-    floor, few, rank = None, False, "bm25"
+    floor, few = None, False
     if sort == "relevance":  # few matches matter only where snippets come from cjk_match
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
-        ranking = p.fts_route if p.kind == "fts" else p.score_route
-        if ranking:
-            rank = rank_function(conn, table(ranking), state)
+    rank = _plan_rank(conn, p, state)  # explain names it whatever the sort
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
                                offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank)
     return _Prepared(p, sort, offset, bound, floor, aux, rank, statements)
@@ -691,8 +695,7 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
         relevance_bound = _check_bound(relevance_bound)
         p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
                        cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
-        ranking = p.fts_route if p.kind == "fts" else p.score_route
-        rank = rank_function(conn, table(ranking)) if conn is not None and ranking else "bm25"
+        rank = _plan_rank(conn, p) if conn is not None else "bm25"
     out = p.explain(rank)
     if "cjk" in p.live:
         out["cjk_unigrams"] = bool(cjk_unigrams)  # one character: "X" (a unigram each) or "X"* (prefix)

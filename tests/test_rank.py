@@ -125,6 +125,8 @@ def test_archive_ranks_by_cjk_rank_with_bm25s_order_and_explain_names_it(tmp_pat
     for query in ("部署", "alpha", "alpha 部署"):
         exp = ar.explain(query, sql=True)
         assert exp["rank"].startswith("cjk_rank(") and "bm25(" not in exp["sql"][0]["sql"]
+        # the rank explain names is relevance's, whatever the sort asked for
+        assert ar.explain(query, sql=True, sort="newest")["rank"] == exp["rank"] == ar.explain(query)["rank"]
         hits = ar.search(query, limit=50)
         t = exp["rank"].split("(", 1)[1].split(",", 1)[0]
         rows = ar._conn.execute(f"SELECT rowid, bm25({t}, {', '.join(map(str, WEIGHTS))}) AS s FROM {t} "
