@@ -103,6 +103,26 @@ static void bufInt(Buf *p, long long v) {
 }
 
 
+/* Where the bytes from z[i] that go into a JSON string as they are end:
+** printable ASCII other than the quote and the backslash, and well-formed
+** characters other than U+2028 and U+2029.  A snippet is mostly such runs,
+** so jsonChars appends each with one copy. */
+static int jsonPlainEnd(const unsigned char *z, int n, int i) {
+  while (i < n) {
+    unsigned c = z[i], cp;
+    int j;
+    if (c < 0x80) {
+      if (c < 0x20 || c == '"' || c == '\\') break;
+      i++;
+      continue;
+    }
+    j = cjk_utf8_step(z, n, i, &cp);
+    if (cp == CJK_BADCHAR || cp == 0x2028 || cp == 0x2029) break;
+    i = j;
+  }
+  return i;
+}
+
 /* Append z[0..n) as the inside of a JSON string: escaped, and with every
 ** malformed sequence replaced by U+FFFD. */
 static void jsonChars(Buf *p, const unsigned char *z, int n) {
@@ -110,10 +130,8 @@ static void jsonChars(Buf *p, const unsigned char *z, int n) {
   int i = 0;
   while (i < n && !p->bOom) {
     unsigned c = z[i], cp;
-    int j;
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-      j = i + 1;
-      while (j < n && z[j] >= 0x20 && z[j] < 0x80 && z[j] != '"' && z[j] != '\\') j++;
+    int j = jsonPlainEnd(z, n, i);
+    if (j > i) {
       bufAppend(p, z + i, (size_t)(j - i));
       i = j;
       continue;
@@ -965,10 +983,7 @@ static void hitsToChars(MatchState *s, int *pRc) {
     u += b - b0;
     /* three-byte characters wholly before the next offset asked for: one
     ** character each */
-    while (b < iLim && cjk_utf8_is3(z, iLim, b)) {
-      b += 3;
-      u++;
-    }
+    b = cjk_utf8_run3(z, b, iLim, &u);
     if (b >= s->col.n) break;
     bNext = cjk_utf8_step(z, s->col.n, b, &cp);
     while (iq < nQ && s->aQ[iq].iByte < bNext) {

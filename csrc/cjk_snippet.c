@@ -340,7 +340,11 @@ static int snipAnchor(const unsigned char *z, int n, const Snip *p, long long rs
   if (k < want) return 0;
   for (i = b;; u++) { /* up to the character holding firstByte, which is character first */
     unsigned cp;
-    int j = cjk_utf8_step(z, n, i, &cp);
+    int j = cjk_ascii_end(z, i, p->firstByte), n3 = 0; /* the fast paths stop before firstByte */
+    u += j - i;
+    i = cjk_utf8_run3(z, j, p->firstByte, &n3);
+    u += n3;
+    j = cjk_utf8_step(z, n, i, &cp);
     if (j > p->firstByte) break;
     i = j;
   }

@@ -13,7 +13,9 @@ U+FFFE/U+FFFF or a sequence with a stray continuation byte as well-formed,
 would make the tokenizer or the snippet rule disagree with themselves.  And
 ``cjk_ascii_end`` (where ASCII ends, eight bytes at a time) answers as a
 byte-at-a-time scan does, from every start in buffers with a high byte at
-every place.
+every place; ``cjk_utf8_run3`` (where a run of three-byte characters ends, 24
+bytes at a time) as ``cjk_utf8_is3`` a character at a time does, with a byte
+that breaks the run at every place.
 """
 from __future__ import annotations
 
@@ -105,6 +107,47 @@ int main(void) {
           free(z2);
         }
       }
+    }
+  }
+  {
+    /* cjk_utf8_run3 (24 bytes at a time) against cjk_utf8_is3 a character at
+    ** a time: buffers of runs of three-byte characters with one piece that
+    ** breaks or ends a run (a lead of every class, a stray or missing
+    ** continuation byte, ASCII) at every place, from every start; exactly n
+    ** bytes each, so ASan sees any read past them. */
+    static const unsigned char aLead[] = {0xE1, 0xE4, 0xE9, 0xEC, 0xEE, 0xEF};
+    static const unsigned char aOdd[] = {0xE0, 0xED, 0xC3, 0xF0, 0x41, 0x80, 0xBF, 0xC0, 0xFF, 0xE2};
+    unsigned seed = 1;
+    int iCase, i, k, o;
+    for (iCase = 0; iCase < 4000; iCase++) {
+      int nChar = iCase % 19 + 1, nBuf, at, oddLane;
+      unsigned char *z2;
+      nBuf = nChar * 3;
+      z2 = malloc((size_t)nBuf);
+      for (k = 0; k < nChar; k++) {
+        seed = seed * 1103515245u + 12345u;
+        z2[3 * k] = aLead[(seed >> 16) % sizeof(aLead)];
+        z2[3 * k + 1] = (unsigned char)(0x80 + ((seed >> 8) & 0x3F));
+        z2[3 * k + 2] = (unsigned char)(0x80 + ((seed >> 20) & 0x3F));
+      }
+      at = (iCase / 19) % nBuf; /* the odd byte's place, every lane in turn */
+      oddLane = (iCase / 19 / nBuf) % (int)(sizeof(aOdd) + 1);
+      if (oddLane < (int)sizeof(aOdd)) z2[at] = aOdd[oddLane];
+      for (o = 0; o < 2; o++) {
+        int m = nBuf - o; /* and one byte short: a run cut inside a character */
+        for (i = 0; i <= m; i++) {
+          int uFast = 0, uSlow = 0, e = i, f = cjk_utf8_run3(z2, i, m, &uFast);
+          while (e < m && cjk_utf8_is3(z2, m, e)) {
+            e += 3;
+            uSlow++;
+          }
+          if (f != e || uFast != uSlow) {
+            if (nBad++ < 5) printf("run3 case %d from %d of %d: %d/%d, not %d/%d\n", iCase, i, m, f, uFast, e, uSlow);
+          }
+          nChecked++;
+        }
+      }
+      free(z2);
     }
   }
   printf("checked %ld, differing %ld\n", nChecked, nBad);
