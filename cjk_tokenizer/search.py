@@ -531,6 +531,11 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
     return (None if row is None else row[0]), False
 
 
+# json.loads' own scanner without its wrapper, which costs as much again on a
+# hit's few hundred characters (cjk_match writes no white space around the value).
+_scan_json = json.JSONDecoder().scan_once
+
+
 def _from_aux(text, columns: tuple):
     """(matched_in, column, snippet, highlight, span) from cjk_match's JSON ``text``
     alone, or None if it is not what the contract in csrc/cjk_aux.h promises (the
@@ -542,8 +547,10 @@ def _from_aux(text, columns: tuple):
     if type(text) is not str:
         return None
     try:
-        aux = json.loads(text)
-    except ValueError:
+        aux, end = _scan_json(text, 0)
+    except (StopIteration, ValueError):  # StopIteration: no JSON value at the start
+        return None
+    if end != len(text):  # as json.loads: nothing may follow the value
         return None
     if type(aux) is not dict:
         return None

@@ -372,7 +372,8 @@ _GOOD_AUX = {"matched_in": ["content"], "column": "content", "snippet": "部署�
 
 
 @pytest.mark.parametrize("output", [
-    "not json", "[1, 2]", "null", b"{}", 7,
+    "not json", "[1, 2]", "null", b"{}", 7, "",
+    json.dumps(_GOOD_AUX) + "x", json.dumps(_GOOD_AUX) + "{}",  # something after the value
     json.dumps({**_GOOD_AUX, "window": [False, 6]}),
     json.dumps({**_GOOD_AUX, "window": [0, 6.0]}),
     json.dumps({**_GOOD_AUX, "window": [0, 6, 9]}),
