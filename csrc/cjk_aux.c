@@ -1210,6 +1210,9 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   s.nErr = (int)sizeof(zErr);
   out.h = h;
   zErr[0] = 0;
+  /* room for a usual result at once (the snippet's characters take up to
+  ** four bytes each), not grown from nothing in several steps per row */
+  bufReserve(&out, (size_t)(args.nMax < 4096 ? args.nMax : 4096) * 4 + 512);
   rc = matchRun(&s, &args, &out);
   matchStateFree(&s);
   if (rc == SQLITE_OK && out.n > (size_t)INT_MAX) {

@@ -372,16 +372,28 @@ static void snipScan(const unsigned char *z, int n, const CjkSnipWork *w, Snip *
   if (need < re) need = re;
   if (need < p->iFirstNonSpace + p->W) need = p->iFirstNonSpace + p->W;
   for (bAnchor = snipAnchor(z, n, p, rs, &b, &u);; bAnchor = 0, b = u = c = 0, bEnd = -1) {
-    while (b < n) {
+    /* three loops, one per stretch: before the region, the region (stored),
+    ** after it (up to need); u > need only after the region (need >= re) */
+    while (b < n && u < rs) {
+      unsigned cp;
+      b = cjk_utf8_step(z, n, b, &cp);
+      u++;
+      if (!cjk_space_cp(cp)) last = u;
+    }
+    while (b < n && u < re) {
       unsigned cp;
       int bNext = cjk_utf8_step(z, n, b, &cp);
-      if (u == re) bEnd = b;
-      if (u >= rs && u < re) {
-        w->aCp[c] = cp;
-        w->aOff[c] = b;
-        c++;
-      }
+      w->aCp[c] = cp;
+      w->aOff[c] = b;
+      c++;
       b = bNext;
+      u++;
+      if (!cjk_space_cp(cp)) last = u;
+    }
+    if (u == re && b < n) bEnd = b;
+    while (b < n) {
+      unsigned cp;
+      b = cjk_utf8_step(z, n, b, &cp);
       u++;
       if (!cjk_space_cp(cp)) {
         last = u;
