@@ -116,6 +116,17 @@ static int jsonPlainEnd(const unsigned char *z, int n, int i) {
       i++;
       continue;
     }
+    if (c >= 0xE1) { /* a run of three-byte characters, then a look for U+2028/9 in it */
+      int n3 = 0, k;
+      j = cjk_utf8_run3(z, i, n, &n3);
+      for (k = i; k < j; k += 3) {
+        if (z[k] == 0xE2 && z[k + 1] == 0x80 && (z[k + 2] & 0xFE) == 0xA8) return k;
+      }
+      if (j > i) {
+        i = j;
+        continue;
+      }
+    }
     j = cjk_utf8_step(z, n, i, &cp);
     if (cp == CJK_BADCHAR || cp == 0x2028 || cp == 0x2029) break;
     i = j;

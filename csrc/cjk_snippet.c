@@ -224,9 +224,9 @@ static int isBoundary(const Snip *p, long long c) {
   unsigned prev;
   if (c <= 0 || c >= p->nChar) return 1;
   prev = regionCp(p, c - 1);
-  if (isTermCp(prev)) return 1;
+  if (prev >= 0x80) return isTermCp(prev); /* the edge phases ask this of every character in reach */
   if (prev == '.' || prev == '!' || prev == '?' || prev == ';') return isSpaceAt(p, c);
-  return 0;
+  return prev == '\n' || prev == '\r';
 }
 
 /* Would an edge at c split a character from what extends it? */

@@ -431,6 +431,19 @@ def test_json_escaping(db):
     assert "\u2028" not in raw and "\\u2028" in raw and "\\u0001" in raw
 
 
+@pytest.mark.parametrize("place", range(1, 10))
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029"])
+def test_line_separators_inside_cjk_text_are_escaped(db, place, sep):
+    # inside runs of three-byte characters, which the JSON writer copies whole,
+    # at every place of its 24-byte steps
+    text = "甲乙丙丁戊己庚辛" * 2 + "大别山" + "子丑寅卯辰巳午未" * 2
+    text = text[:place] + sep + text[place:len(text) - place] + sep + text[len(text) - place:]
+    add(db, text)
+    raw = db.execute(f"select cjk_match(m, '{LABELS}') from m where m match '大别山'").fetchone()[0]
+    assert sep not in raw and raw.count(sep.encode("unicode_escape").decode()) == 2
+    assert json.loads(raw)["snippet"].replace("**", "") == text  # short enough to be shown whole
+
+
 def test_markers_are_escaped_and_sanitized(db):
     add(db, "大别山")
     raw = db.execute(
