@@ -111,43 +111,45 @@ int main(void) {
   }
   {
     /* cjk_utf8_run3 (24 bytes at a time) against cjk_utf8_is3 a character at
-    ** a time: buffers of runs of three-byte characters with one piece that
-    ** breaks or ends a run (a lead of every class, a stray or missing
-    ** continuation byte, ASCII) at every place, from every start; exactly n
-    ** bytes each, so ASan sees any read past them. */
+    ** a time: runs of 1 to 19 three-byte characters, with each piece that
+    ** breaks or ends a run (a lead of every other class, a stray or missing
+    ** continuation byte, ASCII), or none, at every place, read from every
+    ** start, whole and one byte short (a run cut inside a character: a read
+    ** past the end shows as a difference). */
     static const unsigned char aLead[] = {0xE1, 0xE4, 0xE9, 0xEC, 0xEE, 0xEF};
     static const unsigned char aOdd[] = {0xE0, 0xED, 0xC3, 0xF0, 0x41, 0x80, 0xBF, 0xC0, 0xFF, 0xE2};
     unsigned seed = 1;
-    int iCase, i, k, o;
-    for (iCase = 0; iCase < 4000; iCase++) {
-      int nChar = iCase % 19 + 1, nBuf, at, oddLane;
-      unsigned char *z2;
-      nBuf = nChar * 3;
-      z2 = malloc((size_t)nBuf);
-      for (k = 0; k < nChar; k++) {
-        seed = seed * 1103515245u + 12345u;
-        z2[3 * k] = aLead[(seed >> 16) % sizeof(aLead)];
-        z2[3 * k + 1] = (unsigned char)(0x80 + ((seed >> 8) & 0x3F));
-        z2[3 * k + 2] = (unsigned char)(0x80 + ((seed >> 20) & 0x3F));
-      }
-      at = (iCase / 19) % nBuf; /* the odd byte's place, every lane in turn */
-      oddLane = (iCase / 19 / nBuf) % (int)(sizeof(aOdd) + 1);
-      if (oddLane < (int)sizeof(aOdd)) z2[at] = aOdd[oddLane];
-      for (o = 0; o < 2; o++) {
-        int m = nBuf - o; /* and one byte short: a run cut inside a character */
-        for (i = 0; i <= m; i++) {
-          int uFast = 0, uSlow = 0, e = i, f = cjk_utf8_run3(z2, i, m, &uFast);
-          while (e < m && cjk_utf8_is3(z2, m, e)) {
-            e += 3;
-            uSlow++;
+    int nChar, at, iOdd, i, k, o;
+    for (nChar = 1; nChar <= 19; nChar++) {
+      int nBuf = nChar * 3;
+      for (at = 0; at < nBuf; at++) {
+        for (iOdd = 0; iOdd <= (int)sizeof(aOdd); iOdd++) {
+          unsigned char *z2 = malloc((size_t)nBuf);
+          for (k = 0; k < nChar; k++) {
+            seed = seed * 1103515245u + 12345u;
+            z2[3 * k] = aLead[(seed >> 16) % sizeof(aLead)];
+            z2[3 * k + 1] = (unsigned char)(0x80 + ((seed >> 8) & 0x3F));
+            z2[3 * k + 2] = (unsigned char)(0x80 + ((seed >> 20) & 0x3F));
           }
-          if (f != e || uFast != uSlow) {
-            if (nBad++ < 5) printf("run3 case %d from %d of %d: %d/%d, not %d/%d\n", iCase, i, m, f, uFast, e, uSlow);
+          if (iOdd < (int)sizeof(aOdd)) z2[at] = aOdd[iOdd];
+          for (o = 0; o < 2; o++) {
+            int m = nBuf - o;
+            for (i = 0; i <= m; i++) {
+              int uFast = 0, uSlow = 0, e = i, f = cjk_utf8_run3(z2, i, m, &uFast);
+              while (e < m && cjk_utf8_is3(z2, m, e)) {
+                e += 3;
+                uSlow++;
+              }
+              if (f != e || uFast != uSlow) {
+                if (nBad++ < 5) printf("run3 %d chars, byte %02X at %d, from %d of %d: %d/%d, not %d/%d\n", nChar,
+                                       z2[at], at, i, m, f, uFast, e, uSlow);
+              }
+              nChecked++;
+            }
           }
-          nChecked++;
+          free(z2);
         }
       }
-      free(z2);
     }
   }
   printf("checked %ld, differing %ld\n", nChecked, nBad);
