@@ -111,10 +111,10 @@ CJK_INLINE int cjk_utf8_is3(const unsigned char *z, int n, int i) {
 
 /* cjk_utf8_run3 tests eight characters (24 bytes) at a time where the byte
 ** order of a 64-bit word is known (byte k is bits 8k..8k+7): w holds eight of
-** those bytes, the lead bytes where lm has 0xFF.  Each lead
-** byte must be 1110xxxx other than E0 and ED, each other byte 10xxxxxx: the
-** masked compare tests the top bits, and the zero-byte test (exact as a
-** yes/no: some byte of y is zero) finds an E0 or ED lead. */
+** those bytes, the lead bytes where lm has 0xFF.  Each lead byte must be
+** 1110xxxx other than E0 and ED, each other byte 10xxxxxx: the masked compare
+** tests the top bits, and the zero-byte test (exact as a yes/no: some byte of
+** y is zero) finds an E0 or ED lead. */
 #if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define CJK_RUN3_WORDS 1
 CJK_INLINE int cjk_run3_word(uint64_t w, uint64_t lm) {
