@@ -10,7 +10,9 @@ sees it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 
 import apsw
 import pytest
@@ -18,6 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cjk_tokenizer
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _plugin_hosts import require_loading  # noqa: E402
 
 LABELS = "content,reasoning,tool_name,tool_calls"
 OPEN, CLOSE, ELL = "\u27e6", "\u27e7", "\u2026"  # ⟦ ⟧ …
@@ -525,8 +530,7 @@ def test_stdlib_sqlite3_host():
     """Debian's SQLite 3.40 (Fts5ExtensionApi v2: no xQueryToken) through stdlib sqlite3."""
     import sqlite3
 
-    if not hasattr(sqlite3.Connection, "enable_load_extension"):
-        pytest.skip("this Python's sqlite3 cannot load extensions (Debian's python3 can)")
+    require_loading()  # a failure in the debian stage, where this is the point
     conn = sqlite3.connect(":memory:")
     cjk_tokenizer.load(conn)
     conn.execute("create virtual table t using fts5(content, reasoning, tokenize='cjk_unicode61')")

@@ -11,12 +11,16 @@ import math
 import os
 import random
 import sqlite3
+import sys
 
 import apsw
 import pytest
 
 import cjk_tokenizer
 from cjk_tokenizer import Archive
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _plugin_hosts import require_loading  # noqa: E402
 
 K1, B = 1.2, 0.75
 WEIGHTS = (10.0, 2.0, 3.0, 3.0)
@@ -155,10 +159,7 @@ def test_without_the_extension_relevance_is_ranked_by_fts5s_bm25(tmp_path):
 
 def test_stdlib_sqlite3_ranks_alike():
     """Debian's SQLite 3.40 through stdlib sqlite3 (tests/run_all.sh's debian stage, where a skip fails)."""
-    if not hasattr(sqlite3.Connection, "enable_load_extension"):
-        if os.environ.get("CJK_REQUIRE_STDLIB_LOAD"):
-            pytest.fail("this Python's sqlite3 cannot load extensions (and CJK_REQUIRE_STDLIB_LOAD is set)")
-        pytest.skip("this Python's sqlite3 cannot load extensions (Debian's python3 can)")
+    require_loading()
     conn = sqlite3.connect(":memory:")
     cjk_tokenizer.load(conn)
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, b, c, d, tokenize='cjk_unicode61')")
