@@ -110,6 +110,7 @@ import itertools
 import json
 import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable
 
 from . import _native
@@ -178,8 +179,25 @@ def plan_query(query: str, live_indexes: Iterable[str], *, columns: Iterable[str
     ``fold_variants`` and ``cjk_unigrams`` are the archive's (schema.fold_variants,
     schema.cjk_unigrams): a plan made without them misses matches (variants) or
     is slower (unigrams) on such an archive."""
+    live, columns = live_indexes, tuple(columns)
+    try:
+        live = frozenset(live_indexes)
+        key = (query, live, columns, route, bool(cjk_unigrams), bool(fold_variants))
+        hash(key)
+    except TypeError:  # an argument of the wrong type: make_plan says which
+        return _make_plan(query, live, columns, route, cjk_unigrams, fold_variants)
+    return _kept_plan(*key)
+
+
+def _make_plan(query, live_indexes, columns, route, cjk_unigrams, fold_variants) -> Plan:
     return make_plan(parse(query, fold_variants=fold_variants), live_indexes, columns=columns, route=route,
                      cjk_unigrams=cjk_unigrams)
+
+
+# Agents repeat queries (paging, retries), and planning one costs more than
+# reading its parse back: plans are kept as parses are (query._parse).  A Plan
+# is not changed once router.plan returns it, so one may serve every search.
+_kept_plan = lru_cache(maxsize=256)(_make_plan)
 
 
 def searched_columns(include_reasoning: bool) -> tuple[str, ...]:

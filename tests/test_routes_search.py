@@ -466,3 +466,20 @@ def test_explain_flags_documented_gaps():
     assert explain("秘密", ALL, include_reasoning=True)["columns"] == ["content", "reasoning", "tool_name", "tool_calls"]
     with pytest.raises(QueryError):
         explain("", ALL)
+
+
+def test_a_query_planned_before_is_planned_again_for_other_indexes_and_settings():
+    # plans are kept per query: each thing that shapes a plan must tell them apart
+    cases = [
+        (dict(live=ALL), "cjk", '{content tool_name tool_calls} : ("門"*)'),
+        (dict(live=frozenset({"unicode61"})), "scan", None),
+        (dict(live=ALL, cjk_unigrams=True), "cjk", '{content tool_name tool_calls} : ("門")'),
+        (dict(live=ALL, include_reasoning=True), "cjk", '{content reasoning tool_name tool_calls} : ("門"*)'),
+        (dict(live=ALL, fold_variants=True), "cjk", '{content tool_name tool_calls} : ("门"*)'),
+        (dict(live=ALL, route="scan"), "scan", None),
+    ]
+    for _ in range(2):  # the second round meets every plan kept
+        for kw, route, match in cases:
+            kw = dict(kw)
+            out = explain("門", kw.pop("live"), **kw)
+            assert (out["route"], out.get("match")) == (route, match), kw
