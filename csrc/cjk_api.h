@@ -15,8 +15,8 @@
 #define CJK_API __attribute__((visibility("default")))
 #endif
 
-/* The few helpers the per-character loops call, defined in headers: -Os
-** (the shipped build) would otherwise leave them calls. */
+/* The few helpers the per-character loops call, defined in headers: a
+** compiler left to itself may keep them calls (at -Os it does). */
 #if defined(__GNUC__) || defined(__clang__)
 #define CJK_INLINE static inline __attribute__((always_inline))
 #else
