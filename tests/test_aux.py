@@ -909,3 +909,21 @@ def test_overlapping_and_repeated_phrases(db):
     assert one(db, '"代表代表"')["matches"] == [[1, 7]]
     res = one(db, '"代表大会" OR "大会代表" OR "代表"')
     assert res["matches"] == [[1, 7], [9, 17]]
+
+
+@pytest.mark.parametrize("phrase, filler", [("代表大会", "a"), ("代表代表", "代表"), ("파일", "é"), ("项目", "项")])
+def test_a_phrase_is_placed_at_every_offset_up_to_the_text_end(phrase, filler):
+    # The search for a phrase's text tests eight starts at a time, then the last
+    # few one by one: occurrences at each byte offset from a step's start,
+    # overlapping ones, and one that ends the text are placed as tokenizing
+    # places them.
+    conn = _spare_conn(())
+    for lead in range(26):
+        for tail in ("", "x", "。"):
+            text = filler * lead + phrase + filler * (lead % 5) + phrase + phrase[:1] + phrase + tail
+            for table in ("s", "p"):
+                conn.execute(f"delete from {table}")
+                conn.execute(f"insert into {table}(rowid, content) values(1, ?)", (text,))
+            res = cm(conn, f'"{phrase}"', max_chars=20, table="s", labels="content")
+            assert res == cm(conn, f'"{phrase}"', max_chars=20, table="p", labels="content"), text
+            assert res[0]["match_count"] >= 2, text
