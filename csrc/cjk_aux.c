@@ -83,7 +83,9 @@ static int bufReserve(Buf *p, size_t nAdd) {
 
 static void bufAppend(Buf *p, const void *z, size_t n) {
   if (n == 0 || !bufReserve(p, n)) return;
-  memcpy(p->a + p->n, z, n);
+  /* memmove, not memcpy: glibc's memcpy symbol is versioned 2.14, and
+  ** linking it would raise the wheel's manylinux floor from glibc 2.5 */
+  memmove(p->a + p->n, z, n);
   p->n += n;
 }
 
