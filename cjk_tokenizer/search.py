@@ -258,7 +258,9 @@ def _aux_available(conn, state) -> bool:
     if not state["aux"]:
         t = table("cjk")
         try:
-            conn.execute(f"SELECT {AUX_FUNCTION}({t}, 'content', 10) FROM {t} WHERE {t} MATCH 'x' LIMIT 0").fetchall()
+            # the arguments _aux_call passes (an older cjk_match takes no layout)
+            conn.execute(f"SELECT {AUX_FUNCTION}({t}, 'content', 10, '', '', '', 0, 'array') FROM {t} "
+                         f"WHERE {t} MATCH 'x' LIMIT 0").fetchall()
             state["aux"] = True
         except Exception:  # "no such function" (an older extension), or no cjk table
             return False
@@ -388,9 +390,10 @@ _HIT_FIELDS = f"m.session_id, m.role, m.timestamp, (SELECT s.title FROM {SESSION
 def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
     # no highlight markers (Hit.highlight says where); its size excludes the
     # two ellipses, ours includes them; a hit shows its first highlight only,
-    # so no list of every match (max_matches 0)
+    # so no list of every match (max_matches 0); values without their keys
+    # (layout 'array'), which cost as much to read as the rest of a hit
     t = table("cjk")
-    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?, 0)", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
+    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?, 0, 'array')", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
 
 
 @dataclass(frozen=True)
@@ -556,40 +559,34 @@ _scan_json = json.JSONDecoder().scan_once
 
 def _from_aux(text, columns: tuple):
     """(matched_in, column, snippet, highlight, span) from cjk_match's JSON ``text``
-    alone, or None if it is not what the contract in csrc/cjk_aux.h promises (the
-    hit's snippet is then built here).  The snippet is the function's (empty
-    markers, ellipses as snippet.render writes them), so text and numbers come
-    from one read of the row and the message's text need not be fetched again;
-    the highlight's place in it is snippet.placed's, from the window, the cut
-    sides and the first highlight's start/end."""
+    (layout 'array') alone, or None if it is not what the contract in csrc/cjk_aux.h
+    promises (the hit's snippet is then built here).  The snippet is the function's
+    (empty markers, ellipses as snippet.render writes them), so text and numbers
+    come from one read of the row and the message's text need not be fetched
+    again; the highlight's place in it is snippet.placed's, from the window, the
+    cut sides and the first highlight's start/end."""
     if type(text) is not str:
         return None
     try:
         aux, end = _scan_json(text, 0)
-    except (StopIteration, ValueError):  # StopIteration: no JSON value at the start
+        reported, column, shown, start, stop, window, cut, _, _ = aux
+        w0, w1 = window
+        before, after = cut
+    except (StopIteration, ValueError, TypeError):  # StopIteration: no JSON value at the start
         return None
-    if end != len(text):  # as json.loads: nothing may follow the value
-        return None
-    if type(aux) is not dict:
-        return None
-    shown, reported, column = aux.get("snippet"), aux.get("matched_in"), aux.get("column")
-    window, cut = aux.get("window"), aux.get("cut")
     # type() is, not isinstance: a JSON true is no number here
-    if (type(shown) is not str or type(reported) is not list or type(window) is not list or len(window) != 2
-            or type(cut) is not list or len(cut) != 2):
-        return None
-    w0, w1 = window
-    if type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1:
+    if (end != len(text)  # as json.loads: nothing may follow the value
+            or type(aux) is not list or type(shown) is not str or type(reported) is not list
+            or type(window) is not list or type(cut) is not list
+            or type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1
+            or column not in columns or column not in reported):
         return None
     where = [c for c in columns if c in reported]
-    if column not in where:
-        return None
-    cut = (bool(cut[0]), bool(cut[1]))
+    cut = (bool(before), bool(after))
     head, tail = (ELLIPSIS if cut[0] else ""), (ELLIPSIS if cut[1] else "")
     if not (len(shown) == len(head) + w1 - w0 + len(tail) and shown.startswith(head) and shown.endswith(tail)):
         return None
-    start, end = aux.get("start"), aux.get("end")
-    first = (start, end) if type(start) is int and type(end) is int and 0 <= start < end else None
+    first = (start, stop) if type(start) is int and type(stop) is int and 0 <= start < stop else None
     highlight, span = placed((w0, w1), cut, first)
     return where, column, shown, highlight, span
 

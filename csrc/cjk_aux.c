@@ -423,6 +423,7 @@ typedef struct MatchArgs {
   long long nListed; /* max_matches */
   const char *zOpen, *zClose, *zEllipsis;
   int nOpen, nClose, nEllipsis;
+  int bArray; /* layout 'array': the object's values without their keys */
 } MatchArgs;
 
 /* The row's phrase instances, read once from xInst.  Invariant: aInst holds
@@ -1052,9 +1053,21 @@ static void snippetChoose(MatchState *s, long long nMax, int *pRc) {
 }
 
 
+/* Member zKey's name (zKey: its JSON, the separator before it included:
+** "{\"matched_in\":" or ",\"column\":"), or in the array layout only the
+** separator, "{" read as "[". */
+static void jsonKey(Buf *pOut, const MatchArgs *pArgs, const char *zKey) {
+  if (pArgs->bArray) {
+    bufAppend(pOut, zKey[0] == '{' ? "[" : ",", 1);
+  } else {
+    bufStr(pOut, zKey);
+  }
+}
+
 static void jsonMatchedIn(Buf *pOut, const MatchArgs *pArgs, const InstTable *t) {
   int i, k = 0;
-  bufStr(pOut, "{\"matched_in\":[");
+  jsonKey(pOut, pArgs, "{\"matched_in\":");
+  bufAppend(pOut, "[", 1);
   for (i = 0; i < t->nCol; i++) {
     if (t->aDistinct[i] == 0) continue;
     if (k++) bufAppend(pOut, ",", 1);
@@ -1072,13 +1085,14 @@ static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) 
   int r = win->iFirstShown < 0 ? w->nRange : win->iFirstShown;
   long long c = win->iStart;
 #define OFF(ch) (w->aOff[(ch) - win->iRegion])
-  bufStr(pOut, ",\"column\":");
+  jsonKey(pOut, pArgs, ",\"column\":");
   if (s->inst.nCol > 0) {
     jsonLabel(pOut, pArgs, s->col.iCol);
   } else {
     bufStr(pOut, "null");
   }
-  bufStr(pOut, ",\"snippet\":\"");
+  jsonKey(pOut, pArgs, ",\"snippet\":");
+  bufAppend(pOut, "\"", 1);
   if (win->bCutBefore) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
   while (c < win->iEnd) {
     if (r < w->nRange && w->aRange[r].iStart <= c) {
@@ -1096,28 +1110,37 @@ static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) 
   }
 #undef OFF
   if (win->bCutAfter) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
-  bufStr(pOut, "\",\"start\":");
+  bufAppend(pOut, "\"", 1);
+  jsonKey(pOut, pArgs, ",\"start\":");
   if (win->iFirstShown >= 0) {
     bufInt(pOut, w->aRange[win->iFirstShown].iStart);
-    bufStr(pOut, ",\"end\":");
+  } else {
+    bufStr(pOut, "null");
+  }
+  jsonKey(pOut, pArgs, ",\"end\":");
+  if (win->iFirstShown >= 0) {
     bufInt(pOut, w->aRange[win->iFirstShown].iEnd);
   } else {
-    bufStr(pOut, "null,\"end\":null");
+    bufStr(pOut, "null");
   }
 }
 
 /* "window", "cut", "matches", "match_count" and the closing brace. */
-static void jsonTail(Buf *pOut, const MatchState *s, long long nListed) {
+static void jsonTail(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
   const CjkSnipWork *w = &s->w;
   int i;
-  bufStr(pOut, ",\"window\":[");
+  jsonKey(pOut, pArgs, ",\"window\":");
+  bufAppend(pOut, "[", 1);
   bufInt(pOut, s->win.iStart);
   bufAppend(pOut, ",", 1);
   bufInt(pOut, s->win.iEnd);
-  bufStr(pOut, s->win.bCutBefore ? "],\"cut\":[true," : "],\"cut\":[false,");
+  bufAppend(pOut, "]", 1);
+  jsonKey(pOut, pArgs, ",\"cut\":");
+  bufStr(pOut, s->win.bCutBefore ? "[true," : "[false,");
   bufStr(pOut, s->win.bCutAfter ? "true]" : "false]");
-  bufStr(pOut, ",\"matches\":[");
-  for (i = 0; i < w->nRange && i < nListed; i++) {
+  jsonKey(pOut, pArgs, ",\"matches\":");
+  bufAppend(pOut, "[", 1);
+  for (i = 0; i < w->nRange && i < pArgs->nListed; i++) {
     if (i) bufAppend(pOut, ",", 1);
     bufAppend(pOut, "[", 1);
     bufInt(pOut, w->aRange[i].iStart);
@@ -1125,9 +1148,10 @@ static void jsonTail(Buf *pOut, const MatchState *s, long long nListed) {
     bufInt(pOut, w->aRange[i].iEnd);
     bufAppend(pOut, "]", 1);
   }
-  bufStr(pOut, "],\"match_count\":");
+  bufAppend(pOut, "]", 1);
+  jsonKey(pOut, pArgs, ",\"match_count\":");
   bufInt(pOut, w->nRange);
-  bufAppend(pOut, "}", 1);
+  bufAppend(pOut, pArgs->bArray ? "]" : "}", 1);
 }
 
 /* Run the whole function, writing the JSON into pOut.  Returns SQLITE_OK, or
@@ -1151,7 +1175,7 @@ static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   snippetChoose(s, pArgs->nMax, &rc);
   if (rc != SQLITE_OK) return rc;
   jsonSnippet(pOut, pArgs, s);
-  jsonTail(pOut, s, pArgs->nListed);
+  jsonTail(pOut, pArgs, s);
   return pOut->bOom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
@@ -1201,6 +1225,22 @@ static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
   *pn = (int)strlen(zDefault);
 }
 
+/* Read the optional layout argument i into pArgs->bArray: 'object' (or NULL,
+** or absent) or 'array'.  Returns 0, with an error set on pCtx, otherwise. */
+static int layoutArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal, int nVal, int i,
+                     MatchArgs *pArgs) {
+  const char *z;
+  if (i >= nVal || h->value_type(apVal[i]) == SQLITE_NULL) return 1;
+  z = h->value_type(apVal[i]) == SQLITE_TEXT ? (const char *)h->value_text(apVal[i]) : 0;
+  if (z && h->value_bytes(apVal[i]) == 5 && memcmp(z, "array", 5) == 0) {
+    pArgs->bArray = 1;
+    return 1;
+  }
+  if (z && h->value_bytes(apVal[i]) == 6 && memcmp(z, "object", 6) == 0) return 1;
+  h->result_error(pCtx, "cjk_match: layout must be 'object' or 'array'", -1);
+  return 0;
+}
+
 static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3_context *pCtx,
                          int nVal, sqlite3_value **apVal) {
   const CjkHost *h = (const CjkHost *)pApi->xUserData(pFts);
@@ -1210,10 +1250,10 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   char zErr[160];
   int rc;
 
-  if (nVal < 1 || nVal > 6) {
+  if (nVal < 1 || nVal > 7) {
     h->result_error(pCtx,
                     "cjk_match: wrong number of arguments; use cjk_match(table, labels "
-                    "[, max_chars [, open [, close [, ellipsis [, max_matches]]]]])",
+                    "[, max_chars [, open [, close [, ellipsis [, max_matches [, layout]]]]]])",
                     -1);
     return;
   }
@@ -1228,7 +1268,8 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   if (!intArg(h, pCtx, apVal, nVal, 1, 1, INT_MAX / 4, "cjk_match: max_chars must be a positive integer",
               &args.nMax) ||
       !intArg(h, pCtx, apVal, nVal, 5, 0, INT_MAX, "cjk_match: max_matches must be a non-negative integer",
-              &args.nListed)) {
+              &args.nListed) ||
+      !layoutArg(h, pCtx, apVal, nVal, 6, &args)) {
     return;
   }
   textArg(h, apVal, nVal, 2, CJK_MATCH_DEFAULT_OPEN, &args.zOpen, &args.nOpen);

@@ -4,7 +4,7 @@
 ** SQL signature (an FTS5 auxiliary function: the first argument is the table):
 **
 **   cjk_match(tbl, labels [, max_chars [, open [, close [, ellipsis
-**                                               [, max_matches]]]]])
+**                                       [, max_matches [, layout]]]]]])
 **
 **   labels     comma-separated column labels in the table's column order, e.g.
 **              'content,reasoning,tool_name,tool_calls'.  FTS5 hands auxiliary
@@ -20,8 +20,13 @@
 **   max_matches  how many highlights "matches" lists, default 100 (NULL
 **              also means the default); 0 lists none, for a caller that
 **              needs only the snippet and its first highlight.
+**   layout     'object' (the default; NULL too) or 'array': the same values
+**              in the same order without their names, for a caller that
+**              reads the result in code and pays per key it parses:
+**              [matched_in, column, snippet, start, end, window, cut,
+**              matches, match_count].
 **
-** Result: a JSON object (valid UTF-8 text):
+** Result: a JSON object (valid UTF-8 text; an array by layout):
 **
 **   {"matched_in": ["content", "reasoning"],   columns in which any query phrase
 **                                              has an instance, in column order

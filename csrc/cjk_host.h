@@ -40,6 +40,7 @@ typedef unsigned long long sqlite3_uint64;
 #define SQLITE_DONE 101
 #define SQLITE_INTEGER 1
 #define SQLITE_FLOAT 2
+#define SQLITE_TEXT 3
 #define SQLITE_NULL 5
 #define SQLITE_STATIC ((void (*)(void *))0)
 

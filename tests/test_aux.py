@@ -51,15 +51,18 @@ def add(conn, content, reasoning=None, tool_name=None, tool_calls=None, table="m
 
 
 def cm(conn, query, max_chars=200, table="m", labels=LABELS, markers=(OPEN, CLOSE, ELL)):
-    """cjk_match for every row matching query, as parsed dicts (rowid order)."""
+    """cjk_match for every row matching query, as parsed dicts (rowid order).
+    Each is checked against the layout 'array' of the same call: its values, in order."""
     sql = (
-        f"select rowid, cast(cjk_match({table}, ?, ?, ?, ?, ?) as blob) from {table} "
+        f"select rowid, cast(cjk_match({table}, ?, ?, ?, ?, ?) as blob), "
+        f"cast(cjk_match({table}, ?, ?, ?, ?, ?, 100, 'array') as blob) from {table} "
         f"where {table} match ? order by rowid"
     )
     out = []
-    for rowid, raw in conn.execute(sql, (labels, max_chars, *markers, query)):
+    for rowid, raw, raw_array in conn.execute(sql, (labels, max_chars, *markers) * 2 + (query,)):
         text = bytes(raw).decode("utf-8")  # strict: the result must be valid UTF-8
         res = json.loads(text)
+        assert json.loads(bytes(raw_array).decode("utf-8")) == list(res.values()), text
         res["rowid"] = rowid
         out.append(res)
     return out
@@ -357,6 +360,11 @@ def test_default_markers_and_arguments(db):
         "select cjk_match(m, 'content', 3, '<b>', '</b>') from m where m match '项目'"
     ).fetchone()[0]
     assert json.loads(raw)["snippet"] == "山<b>项目</b>" or json.loads(raw)["snippet"].count("<b>") == 1
+    # the layout: 'object' is the default, as is NULL
+    whole = "select cjk_match(m, 'content', 10, '[', ']', '~', 5{}) from m where m match '大别山'"
+    default = db.execute(whole.format("")).fetchone()[0]
+    assert [db.execute(whole.format(f", {v}")).fetchone()[0] for v in ("'object'", "null")] == [default] * 2
+    assert json.loads(db.execute(whole.format(", 'array'")).fetchone()[0]) == list(json.loads(default).values())
 
 
 def test_labels(db):
@@ -374,7 +382,9 @@ def test_labels(db):
 @pytest.mark.parametrize(
     "args",
     ["", ", 'a', 0", ", 'a', -5", ", 'a', 'ten'", ", 'a', x'00'", ", 'a', 10, 'o', 'c', 'e', 'x'",
-     ", 'a', 10, 'o', 'c', 'e', -1", ", 'a', 10, 'o', 'c', 'e', 5, 6"],
+     ", 'a', 10, 'o', 'c', 'e', -1", ", 'a', 10, 'o', 'c', 'e', 5, 'arr'", ", 'a', 10, 'o', 'c', 'e', 5, 1",
+     ", 'a', 10, 'o', 'c', 'e', 5, 'Array'", ", 'a', 10, 'o', 'c', 'e', 5, x'6172726179'",
+     ", 'a', 10, 'o', 'c', 'e', 5, 'array', 6"],
 )
 def test_bad_arguments_raise(db, args):
     add(db, "大别山")

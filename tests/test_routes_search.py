@@ -353,9 +353,8 @@ def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     c = corpus.build(ROWS[:6])
 
     def fake_cjk_match(api, *args):  # the JSON contract of csrc/cjk_aux.h, a window of the row's text
-        return json.dumps({"matched_in": ["content"], "column": "content", "snippet": "部署失败了，…",
-                           "start": 0, "end": 2, "window": [0, 6], "cut": [False, True], "matches": [[0, 2]],
-                           "match_count": 1})
+        assert args[-1] == "array", args  # the layout search.py reads
+        return _aux_json(matches=[[0, 2]])
 
     c.register_fts5_function("cjk_match", fake_cjk_match)  # stands in for the C one
     hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
@@ -371,18 +370,28 @@ _GOOD_AUX = {"matched_in": ["content"], "column": "content", "snippet": "部署�
              "window": [0, 6], "cut": [False, True], "matches": [], "match_count": 1}
 
 
+def _aux_json(**changes):
+    """cjk_match's result in the layout 'array' (the object's values in order), for _GOOD_AUX with ``changes``."""
+    return json.dumps(list({**_GOOD_AUX, **changes}.values()))
+
+
 @pytest.mark.parametrize("output", [
     "not json", "[1, 2]", "null", b"{}", 7, "",
-    json.dumps(_GOOD_AUX) + "x", json.dumps(_GOOD_AUX) + "{}",  # something after the value
-    json.dumps({**_GOOD_AUX, "window": [False, 6]}),
-    json.dumps({**_GOOD_AUX, "window": [0, 6.0]}),
-    json.dumps({**_GOOD_AUX, "window": [0, 6, 9]}),
-    json.dumps({**_GOOD_AUX, "window": [6, 0]}),
-    json.dumps({**_GOOD_AUX, "cut": [False]}),
-    json.dumps({**_GOOD_AUX, "snippet": "部署失败了，"}),  # the cut side's ellipsis is missing
-    json.dumps({**_GOOD_AUX, "snippet": 5}),
-    json.dumps({**_GOOD_AUX, "column": "reasoning"}),  # a column it did not report
-    json.dumps({**_GOOD_AUX, "matched_in": "content"}),
+    json.dumps(_GOOD_AUX),  # the object layout
+    json.dumps(list(_GOOD_AUX.values())[:-1]), json.dumps([*_GOOD_AUX.values(), 1]),  # one value short, one over
+    _aux_json() + "x", _aux_json() + "{}",  # something after the value
+    _aux_json(window=[False, 6]),
+    _aux_json(window=[0, 6.0]),
+    _aux_json(window=[0, 6, 9]),
+    _aux_json(window={"0": 0, "6": 6}),
+    _aux_json(window=[6, 0]),
+    _aux_json(cut=[False]),
+    _aux_json(cut={"": 0, "x": 1}),  # no list, though its two keys would read as the cut sides
+    _aux_json(snippet="部署失败了，"),  # the cut side's ellipsis is missing
+    _aux_json(snippet=5),
+    _aux_json(column="reasoning"),  # a column not searched
+    _aux_json(column="tool_name"),  # searched, but not reported
+    _aux_json(matched_in="content"),
 ])
 def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
     c = corpus.build(ROWS[:6])
@@ -396,7 +405,7 @@ def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
 
 def test_a_cjk_match_highlight_that_is_no_number_is_left_out():
     c = corpus.build(ROWS[:6])
-    c.register_fts5_function("cjk_match", lambda api, *args: json.dumps({**_GOOD_AUX, "start": False}))
+    c.register_fts5_function("cjk_match", lambda api, *args: _aux_json(start=False))
     hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
     assert (hits[0].snippet, hits[0].highlight, hits[0].span) == ("部署失败了，…", None, None)
     c.close()
