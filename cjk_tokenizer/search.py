@@ -678,17 +678,27 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             out.next_cursor = f"{prep.sort}:{ids[-1]}"
         if not ids:
             return out
+        label = p.label
+        if prep.aux:  # the statements read the rest: each row is its hit, unless some output is off
+            hits = []
+            for mid, aux, score, session_id, role, ts, title in found:
+                got = _from_aux(aux, p.columns)
+                if got is None:
+                    break
+                where, column, snippet, highlight, span = got
+                hits.append(Hit(mid, session_id, role, ts, snippet, where, label, column, highlight, span, title,
+                                None if score is None else -float(score)))
+            else:
+                out.extend(hits)
+                return out
+        # some snippet is built here: the texts are read again
         scores = {row[0]: row[2] for row in found if row[2] is not None}
         parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
-        if prep.aux and all(parts.get(i) is not None for i in ids):  # the statements read the rest
-            rows = {row[0]: (row[0], *row[3:7]) for row in found}
-        else:  # some snippet is built here: the texts are read again
-            texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
-            marks = ", ".join("?" * len(ids))
-            rows = {row[0]: row for row in conn.execute(
-                f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
-                f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
-        label = p.label
+        texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
+        marks = ", ".join("?" * len(ids))
+        rows = {row[0]: row for row in conn.execute(
+            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
+            f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)
         return out
 

@@ -403,6 +403,18 @@ def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
     c.close()
 
 
+def test_hits_whose_cjk_match_output_is_off_get_snippets_built_here_beside_those_that_use_it():
+    c = corpus.build(ROWS[:6])
+    c.register_fts5_function("cjk_match", lambda api, *args: _aux_json() if api.rowid == 1 else "not json")
+    for sort in ("relevance", "newest", "oldest"):
+        hits = {h.message_id: h for h in run_search(c, "部署", live_indexes=ALL, sort=sort)}
+        assert sorted(hits) == [1, 5], sort
+        assert (hits[1].snippet, hits[1].session_id) == (_GOOD_AUX["snippet"], "a")  # cjk_match's
+        assert hits[5].session_id == "b" and hits[5].snippet != _GOOD_AUX["snippet"]  # built here
+        assert hits[5].snippet[slice(*hits[5].highlight)] == "部署"
+    c.close()
+
+
 def test_a_cjk_match_highlight_that_is_no_number_is_left_out():
     c = corpus.build(ROWS[:6])
     c.register_fts5_function("cjk_match", lambda api, *args: _aux_json(start=False))
