@@ -1125,7 +1125,7 @@ static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) 
   }
 }
 
-/* "window", "cut", "matches", "match_count" and the closing brace. */
+/* "window", "cut", "matches", "match_count" and the closing brace (bracket). */
 static void jsonTail(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
   const CjkSnipWork *w = &s->w;
   int i;
@@ -1232,6 +1232,10 @@ static int layoutArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **ap
   const char *z;
   if (i >= nVal || h->value_type(apVal[i]) == SQLITE_NULL) return 1;
   z = h->value_type(apVal[i]) == SQLITE_TEXT ? (const char *)h->value_text(apVal[i]) : 0;
+  if (!z && h->value_type(apVal[i]) == SQLITE_TEXT) { /* text SQLite could not hand over */
+    h->result_error_nomem(pCtx);
+    return 0;
+  }
   if (z && h->value_bytes(apVal[i]) == 5 && memcmp(z, "array", 5) == 0) {
     pArgs->bArray = 1;
     return 1;
