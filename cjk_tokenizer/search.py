@@ -607,10 +607,14 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
 def _hit(row, p: Plan, label: str, snippet_chars: int, parts, score) -> Hit:
     """A Hit from its message row (id, session, role, time, title, then the text columns
     unless ``parts`` came from cjk_match) and its snippet ``parts`` (else built here)."""
-    mid, session_id, role, ts, title = row[:5]
     if parts is None:
         texts = dict(zip(FTS_COLUMNS, row[5:]))
         parts = _from_python(p, {c: texts[c] for c in p.columns}, snippet_chars)
+    return _new_hit(*row[:5], label, parts, score)
+
+
+def _new_hit(mid, session_id, role, ts, title, label: str, parts, score) -> Hit:
+    """A Hit from its message's fields, its snippet ``parts`` and its rank (lower is better)."""
     where, column, snippet, highlight, span = parts
     return Hit(mid, session_id, role, ts, snippet, where, label, column, highlight, span, title,
                None if score is None else -float(score))
@@ -679,21 +683,13 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         if not ids:
             return out
         label = p.label
-        if prep.aux:  # the statements read the rest: each row is its hit, unless some output is off
-            hits = []
-            for mid, aux, score, session_id, role, ts, title in found:
-                got = _from_aux(aux, p.columns)
-                if got is None:
-                    break
-                where, column, snippet, highlight, span = got
-                hits.append(Hit(mid, session_id, role, ts, snippet, where, label, column, highlight, span, title,
-                                None if score is None else -float(score)))
-            else:
-                out.extend(hits)
-                return out
+        parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
+        if prep.aux and None not in parts.values():  # the statements read the rest: each row is its hit
+            out.extend(_new_hit(mid, session_id, role, ts, title, label, parts[mid], score)
+                       for mid, _, score, session_id, role, ts, title in found)
+            return out
         # some snippet is built here: the texts are read again
         scores = {row[0]: row[2] for row in found if row[2] is not None}
-        parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
         texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
         marks = ", ".join("?" * len(ids))
         rows = {row[0]: row for row in conn.execute(
