@@ -1229,18 +1229,22 @@ static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
 ** or absent) or 'array'.  Returns 0, with an error set on pCtx, otherwise. */
 static int layoutArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal, int nVal, int i,
                      MatchArgs *pArgs) {
-  const char *z;
-  if (i >= nVal || h->value_type(apVal[i]) == SQLITE_NULL) return 1;
-  z = h->value_type(apVal[i]) == SQLITE_TEXT ? (const char *)h->value_text(apVal[i]) : 0;
-  if (!z && h->value_type(apVal[i]) == SQLITE_TEXT) { /* text SQLite could not hand over */
-    h->result_error_nomem(pCtx);
-    return 0;
+  const char *z = 0;
+  int eType = i < nVal ? h->value_type(apVal[i]) : SQLITE_NULL, n = 0;
+  if (eType == SQLITE_NULL) return 1;
+  if (eType == SQLITE_TEXT) {
+    z = (const char *)h->value_text(apVal[i]);
+    if (!z) { /* text SQLite could not hand over */
+      h->result_error_nomem(pCtx);
+      return 0;
+    }
+    n = h->value_bytes(apVal[i]);
   }
-  if (z && h->value_bytes(apVal[i]) == 5 && memcmp(z, "array", 5) == 0) {
+  if (n == 5 && memcmp(z, "array", 5) == 0) {
     pArgs->bArray = 1;
     return 1;
   }
-  if (z && h->value_bytes(apVal[i]) == 6 && memcmp(z, "object", 6) == 0) return 1;
+  if (n == 6 && memcmp(z, "object", 6) == 0) return 1;
   h->result_error(pCtx, "cjk_match: layout must be 'object' or 'array'", -1);
   return 0;
 }
