@@ -125,7 +125,8 @@ def test_bench_peers_smoke_offline(tmp_path):
         assert cjkfts == "not run" and hermes == "not run"
         assert cell.match(like) if sort == "newest" else like == ""
     sizes = {r[0]: r for r in _table(out, "| tokenizer | build s |")}
-    for name in ("cjk_unicode61 as the archive creates it (unigrams 1)", "unicode61", "trigram"):
+    for name in ("cjk_unicode61 as the archive creates it (unigrams 1)", "unicode61", "trigram",
+                 "cjk_unicode61 without unigrams (bigrams only), with the archive's FTS5 settings"):
         assert float(sizes[name][4].rstrip("×")) > 0, sizes[name]
     assert sizes["sqlite-cjk-fts (cjk_bigram)"][1] == "not run"
     # every target has its line, and one character through raw MATCH finds what LIKE finds
@@ -195,3 +196,34 @@ def test_bench_scaling_smoke_offline(tmp_path):
         rows = _table("| term | GB | rows |" + t, "| term | GB | rows |")
         assert len(rows) % 3 == 0 and rows, t[:500]  # each term at each of the three sizes
         assert all(r[3] and r[4] and r[5] for r in rows), rows  # ours: both searches and raw newest
+
+
+def test_bench_fts_settings_writes_every_variant_and_each_reading_of_the_target(tmp_path):
+    """The build section: a row per variant, and the target read on the archive's pair, its floor, the bigrams
+    alone and automerge 16 (figures from the run, checked for form only)."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    corpus = tmp_path / "c.jsonl"
+    _run([os.path.join(BENCH, "generate.py"), "--size", "1MB", "-o", str(corpus)], ROOT)
+    results_md = tmp_path / "RESULTS.md"
+    _run([os.path.join(BENCH, "bench_fts_settings.py"), str(corpus), "--mb", "0.5", "--repeat", "1", "--write",
+          "--results", str(results_md)], ROOT)
+    section = results_md.read_text(encoding="utf-8")
+    sys.path.insert(0, BENCH)
+    try:
+        import bench_fts_settings
+    finally:
+        sys.path.remove(BENCH)
+    rows = {r[0]: r for r in _table(section, "| variant | tokenize |")}
+    assert list(rows) == [name for name, _, _ in bench_fts_settings.VARIANTS]
+    for row in rows.values():
+        assert float(row[3]) > 0 and row[4].endswith("×") and float(row[4].rstrip("×")) > 0, row
+    ratio = r"\d+\.\d\d×"
+    assert re.search(rf"^- cjk index build with unigrams ≤ 2× unicode61's time, both as the archive creates them: "
+                     rf"\*\*{ratio}\*\* — (met|\*\*MISSED\*\*)$", section, re.M), section
+    assert re.search(rf"^- floor: FTS5 indexing the cjk token stream .* takes {ratio} unicode61's build", section,
+                     re.M), section
+    assert re.search(rf"^- without unigrams: the bigrams alone take {ratio} unicode61's build under the same "
+                     rf"settings, (over 2× before any unigram is added|leaving {ratio} of the target for the "
+                     rf"unigrams); the colocated unigrams \(one more token per CJK character\) add -?{ratio} here\.$",
+                     section, re.M), section
+    assert re.search(rf"^- automerge 16 on both tables .*: {ratio}\.$", section, re.M), section
