@@ -178,7 +178,7 @@ def fmt(cmd, load, info, builds, rows, like, swept):
         return f"{n / text:.2f}x"
 
     out = [f"Command: `{cmd}`  ", f"Machine: {info}; load average at start/end: {load[0]} / {load[1]} "
-           "(other jobs shared the 2 cores: compare the two columns of one run, not runs).", ""]
+           "(compare the two columns of one run: absolute times move with the machine's load between runs).", ""]
     out += ["| archive | messages | import s | msg/s | file / text | messages table | cjk | unicode61 | trigram |"
             " other |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for side, b in builds.items():
