@@ -581,7 +581,8 @@ def _from_aux(text, columns: tuple):
             or type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1
             or column not in columns or column not in reported):
         return None
-    where = [c for c in columns if c in reported]
+    # most hits match in one column: the one shown, which is in ``columns``
+    where = reported if len(reported) == 1 else [c for c in columns if c in reported]
     cut = (bool(before), bool(after))
     head, tail = (ELLIPSIS if cut[0] else ""), (ELLIPSIS if cut[1] else "")
     if not (len(shown) == len(head) + w1 - w0 + len(tail) and shown.startswith(head) and shown.endswith(tail)):
