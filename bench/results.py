@@ -18,6 +18,7 @@ SECTIONS = {
     "lean": "Default archive before and after: size, ingest, one character, bounded relevance",
     "peers": "This project beside sqlite-cjk-fts and Hermes Agent's search, over the same messages",
     "build": "cjk index build time against unicode61, under the archive's FTS5 settings",
+    "page": "Bounded relevance: a MATCH per hit or one walk over the page's rowids",
     "variants": "Han variant folding: recall, precision and cost",
     "import": "Import rate per source format",
 }

@@ -118,6 +118,7 @@ from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError
 from .evaluate import all_matches, checking, matched_terms, sql_term_match
+from .indexing import fts_segments
 from .query import parse
 from .router import Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
@@ -132,6 +133,10 @@ MAX_OFFSET = 100_000
 # relevance_bound's default: a term matching more rows is ranked among its
 # newest this many matches (bench/RESULTS.md has the measurement behind it).
 RELEVANCE_BOUND = 5_000
+# A bounded relevance page meets its hits by a MATCH per hit (_seeks_hits)
+# only from this bound on: below it the walk over the page's rowid range is
+# the shorter (bench/RESULTS.md, section "page", measures where they cross).
+SEEK_MIN_BOUND = 1_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
@@ -419,7 +424,8 @@ def _page(limit: int, offset: int) -> str:
 
 
 def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple[str, tuple], aux: bool,
-                   snippet_chars: int, limit: int, offset: int, few: bool = False, rank: str = "bm25") -> Statement:
+                   snippet_chars: int, limit: int, offset: int, few: bool = False, rank: str = "bm25",
+                   seek_hits: bool = False) -> Statement:
     """The plan's one MATCH within ``bounds`` (more conditions on the rowid).
 
     Newest/oldest: FTS5 walks its index in rowid order and stops after the
@@ -427,7 +433,8 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
     for the rows returned.  Relevance: a ranking query scores every match by
     ``rank`` (bm25 or cjk_rank) with our weights, computing nothing else, and SQLite sorts them
     (ties newest first); ``cjk_match`` then runs on the page's rows alone,
-    met again in one walk of the same MATCH over the page's range of rowids.
+    met again in one walk of the same MATCH over the page's range of rowids,
+    or, with ``seek_hits`` (_seeks_hits), by a MATCH of its own for each.
     (FTS5's own ``rank`` order costs more: it scores in a nested statement
     and counts each phrase's rows over the whole index once more.)  When
     ``few`` (the MATCH has at most ``limit`` rows, relevance_scope), every
@@ -452,14 +459,16 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
         sql = f"SELECT {t}.rowid AS id, {call}, {score}{fields} {source}"
         return Statement(sql, (*xparams, *rparams))
     ranking = f"SELECT {t}.rowid AS id, {score} {source}"
-    # CROSS JOIN keeps the MATCH outer: one walk of the page's rowid range
-    # (at most the bound's matches when bounded) costs less than a fresh
-    # MATCH per hit.  The page's rows are then joined to messages (joined in
+    # CROSS JOIN fixes the loop order.  MATCH outer: one walk of the page's
+    # rowid range (at most the bound's matches when bounded).  top outer: a
+    # MATCH per hit, which FTS5 answers by seeking each term to the rowid in
+    # every segment.  The page's rows are then joined to messages (joined in
     # that walk, messages would be read for every match in the range).
+    meet = (f"FROM top CROSS JOIN {t} ON {t}.rowid = top.id WHERE {t} MATCH ?" if seek_hits else
+            f"FROM {t} CROSS JOIN top ON top.id = {t}.rowid WHERE {t} MATCH ? "
+            f"AND {t}.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)")
     sql = (f"WITH top(id, score) AS MATERIALIZED ({ranking}), "
-           f"page(id, aux, score) AS MATERIALIZED (SELECT top.id, {call}, top.score "
-           f"FROM {t} CROSS JOIN top ON top.id = {t}.rowid "
-           f"WHERE {t} MATCH ? AND {t}.rowid BETWEEN (SELECT min(id) FROM top) AND (SELECT max(id) FROM top)) "
+           f"page(id, aux, score) AS MATERIALIZED (SELECT top.id, {call}, top.score {meet}) "
            f"SELECT page.id, page.aux, page.score{fields} FROM page JOIN {MESSAGES} m ON m.id = page.id "
            f"ORDER BY page.score, page.id DESC")
     return Statement(sql, (*rparams, *xparams, p.match))
@@ -491,7 +500,8 @@ def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: t
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
                   snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
-                  floor: int | None = None, bound: int = 0, few: bool = False, rank: str = "bm25") -> list[Statement]:
+                  floor: int | None = None, bound: int = 0, few: bool = False, rank: str = "bm25",
+                  seek_hits: bool = False) -> list[Statement]:
     """The statements that find the plan's hits, best first.
 
     Run in order, their rows concatenated are the hits as ``(message id,
@@ -504,7 +514,8 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     above it), relevance ranks the matches above it by bm25 and lists the
     others after them, newest first, so paging still reaches every match:
     on an fts plan that is two statements when a page holds some of each.
-    ``rank`` is the FTS5 ranking function (rank_function).
+    ``rank`` is the FTS5 ranking function (rank_function); ``seek_hits``: see
+    _seeks_hits.
     """
     if p.kind != "fts":
         return [_combined_statement(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
@@ -515,13 +526,41 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
         out = []
         if ranked:
             out.append(_fts_statement(p, "relevance", (f" AND {t}.rowid > ?", (floor,)), filters, aux,
-                                      snippet_chars, ranked, offset, rank=rank))
+                                      snippet_chars, ranked, offset, rank=rank, seek_hits=seek_hits))
         if ranked < limit:
             out.append(_fts_statement(p, "newest", (f" AND {t}.rowid <= ?", (floor,)), filters, aux,
                                       snippet_chars, limit - ranked, max(0, offset - bound)))
         return out
     return [_fts_statement(p, sort, _after_cursor(sort, last, f"{t}.rowid"), filters, aux, snippet_chars,
                            limit, offset, few, rank)]
+
+
+def _has_prefix(match: str) -> bool:
+    """Does the FTS5 expression ``match`` hold a prefix query: a ``*`` outside
+    its double-quoted strings (where the compiler doubles a quote, which
+    toggles twice)?"""
+    quoted = False
+    for c in match:
+        if c == '"':
+            quoted = not quoted
+        elif c == "*" and not quoted:
+            return True
+    return False
+
+
+def _seeks_hits(conn, p: Plan, bound: int) -> bool:
+    """Should a page bounded at ``bound`` meet its hits again (for cjk_match)
+    by a MATCH per hit rather than by one walk of the MATCH over their rowid
+    range?  The range holds about the bound's newest matches, and the walk
+    tests each; a hit's own MATCH makes FTS5 seek each term to the hit's
+    rowid, once in every segment of the index.  So the seeks cost less where
+    the bound is large (SEEK_MIN_BOUND) and the index is one segment (as an
+    import that doubles the archive, or optimize(), leaves it), and more where
+    it has several (an archive that grows by appends); a prefix term would be
+    merged again for every hit.  bench/RESULTS.md, section "page", measures
+    both shapes."""
+    return (bound >= SEEK_MIN_BOUND and not _has_prefix(p.match)
+            and fts_segments(conn, table(p.fts_route)) == 1)
 
 
 def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None,
@@ -653,8 +692,10 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     if sort == "relevance":  # few matches matter only where snippets come from cjk_match
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
     rank = _plan_rank(conn, p, state)  # explain names it whatever the sort
+    seek_hits = aux and floor is not None and _seeks_hits(conn, p, bound)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
-                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank)
+                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank,
+                               seek_hits=seek_hits)
     return _Prepared(p, sort, offset, bound, floor, aux, rank, statements)
 
 

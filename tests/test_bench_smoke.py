@@ -227,3 +227,16 @@ def test_bench_fts_settings_writes_every_variant_and_each_reading_of_the_target(
                      rf"unigrams); the colocated unigrams \(one more token per CJK character\) add -?{ratio} here\.$",
                      section, re.M), section
     assert re.search(rf"^- automerge 16 on both tables .*: {ratio}\.$", section, re.M), section
+
+
+def test_bench_page_shape_smoke():
+    """Both shapes of a bounded relevance page return the same rows on a merged and an appended archive
+    (the run fails otherwise), the merged one has one segment, the appended several; nothing is written."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    results_md = os.path.join(BENCH, "RESULTS.md")
+    before = open(results_md, encoding="utf-8").read()
+    p = _run([os.path.join(BENCH, "bench_page_shape.py"), "--smoke"], ROOT)
+    assert "smoke ok" in p.stdout, p.stdout
+    rows = _table(p.stdout, "| archive | cjk segments |")
+    assert {r[0] for r in rows} == {"merged", "appended"}, rows
+    assert open(results_md, encoding="utf-8").read() == before

@@ -146,3 +146,53 @@ def test_at_the_bound_exactly(archive, query):
     # as many matches as the bound: every one is ranked
     hits = archive.search(query, limit=5, relevance_bound=N)
     assert _ids(hits) == _ids(archive.search(query, limit=5, relevance_bound=None)) and hits.ranked_among is None
+
+
+def _page_shape(ar, query, **kw):
+    """How the bounded relevance statement meets its page's hits again: 'seek' (a MATCH per hit) or 'walk'."""
+    sql = ar.explain(query, sql=True, relevance_bound=10, limit=8, **kw)["sql"][-1]["sql"]
+    assert "page(id, aux, score)" in sql, sql
+    return "seek" if "FROM top CROSS JOIN" in sql else "walk"
+
+
+def test_a_bounded_page_is_met_again_by_seeks_on_one_segment_and_by_a_walk_otherwise(tmp_path, monkeypatch):
+    """The same messages in an index of several segments and in one merged into one: the hits (every
+    field, every page) are the same, though the one-segment index meets each page's hits by a MATCH per
+    hit and the other by one walk of the MATCH over their rowids; a prefix term always walks (a MATCH per
+    hit would merge the prefix again for each), and so does a bound below SEEK_MIN_BOUND (its range is
+    short)."""
+    paths = [tmp_path / "segments.db", tmp_path / "merged.db"]
+    for path in paths:
+        with Archive(path) as ar:
+            for i in range(N):
+                reps = 1 + (i * 7) % 5
+                ar.add_message(f"s{i % 4}", "user", "部署系统 deploy " * reps + f"填充 filler{i} " * (5 - reps),
+                               timestamp=1000.0 + i)
+    with Archive(paths[1]) as ar:
+        ar.indexes.optimize()
+    several, merged = Archive(paths[0]), Archive(paths[1])
+    try:
+        assert several.indexes.segments()["cjk"] > 1 and merged.indexes.segments()["cjk"] == 1
+        assert _page_shape(merged, "deploy") == "walk"  # a bound of 10: the walk is shorter
+        monkeypatch.setattr("cjk_tokenizer.search.SEEK_MIN_BOUND", 10)  # read at each call
+        # a one-character query is one unigram's doclist here; a Latin prefix is a prefix query
+        for query in ("部署系统", "deploy", "部署系统 deploy", "部署系统 OR deploy", "部署系", "系", "deplo*"):
+            assert _page_shape(several, query) == "walk", query
+            assert _page_shape(merged, query) == ("walk" if query == "deplo*" else "seek"), query
+            for offset in (0, 4, 8):
+                a = several.search(query, limit=8, offset=offset, relevance_bound=10)
+                b = merged.search(query, limit=8, offset=offset, relevance_bound=10)
+                assert a.ranked_among == b.ranked_among == 10, query
+                assert list(a) == list(b) and len(a) == 8, (query, offset)
+    finally:
+        several.close()
+        merged.close()
+
+
+@pytest.mark.parametrize("match, prefix", [
+    ('{content} : ("部署")', False), ('{content} : ("部署" "系")*', True), ('"a*b"', False),
+    ('"say ""x*"""', False), ('"say ""x"""*', True), ('("a" OR "b"*)', True), ('NEAR("a" "b", 3)', False)])
+def test_a_prefix_query_is_told_from_a_star_inside_a_phrase(match, prefix):
+    from cjk_tokenizer.search import _has_prefix
+
+    assert _has_prefix(match) is prefix
