@@ -7,8 +7,9 @@ page's rowid range (which holds about the bound's matches, each tested) or by
 a MATCH per hit on its rowid (FTS5 seeks each term there, once in every
 segment of the index).  search._seeks_hits picks the per-hit MATCH on an
 index of one segment without prefix terms, from a bound of
-search.SEEK_MIN_BOUND on (the sweep below is where that comes from).  This measures both statements,
-side by side in one run, on the same messages imported two ways:
+search.SEEK_MIN_BOUND on (this script's bound sweep is where that comes
+from).  It measures both statements, side by side in one run, on the same
+messages imported two ways:
 
   * merged:   one import into an empty archive (it ends by merging each index
               into one segment);
@@ -16,9 +17,10 @@ side by side in one run, on the same messages imported two ways:
               ``optimize=False`` (FTS5's own merging leaves several segments,
               as an archive that grows by appends has).
 
-For each frequent term (``bench_lean.pick_terms``: the classes that pass the
-default bound), both statements' p50 / p95 and whether they return the same
-rows; the run fails if they do not.
+For each term of ``bench_lean.pick_terms`` that matches more rows than the
+default bound, both statements' p50 / p95, checked to return the same rows
+(the run fails if they do not); then, on the merged archive, the same for
+two frequent terms at each bound of ``SWEEP``.
 
     python bench/generate.py --size 100MB -o c100.jsonl
     python bench/bench_page_shape.py --jsonl c100.jsonl     # writes the "page" section of bench/RESULTS.md
