@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import bench_index  # noqa: E402
 import bench_lean  # noqa: E402
+import bench_scaling  # noqa: E402
 import generate  # noqa: E402
 import results  # noqa: E402
 
@@ -52,14 +53,12 @@ SWEEP = (50, 200, 500, 1000, 2000, 5000)  # relevance_bound values for the merge
 
 
 def build_appended(jsonl, path, slices, work):
-    """The corpus imported in ``slices`` parts without the final merge; returns the cjk index's segments."""
+    """The corpus imported in ``slices`` parts of equal text (bench_scaling.cut) without the final merge;
+    returns the cjk index's segments."""
     with open(jsonl, encoding="utf-8") as f:
-        lines = f.read().splitlines()
+        total = sum(bench_scaling.line_text_bytes(line) for line in f)
     with Archive(path) as ar:
-        for i in range(slices):
-            part = os.path.join(work, f"slice{i}.jsonl")
-            with open(part, "w", encoding="utf-8") as f:
-                f.write("\n".join(lines[i * len(lines) // slices:(i + 1) * len(lines) // slices]) + "\n")
+        for part, _ in bench_scaling.cut(jsonl, [total * (i + 1) // slices for i in range(slices)], work):
             ar.import_source(part, format="openai", optimize=False)
             os.remove(part)
         return ar.indexes.segments()["cjk"]

@@ -64,7 +64,7 @@ SERIES = [("search newest", "ours: Archive.search, newest", "o-"),
 
 # ---- the corpus, cut into slices ------------------------------------------------
 
-def _text_bytes(line: str) -> int:
+def line_text_bytes(line: str) -> int:
     """UTF-8 bytes of a JSONL message's indexed text, as the archive will store it."""
     obj = json.loads(line)
     n = 0
@@ -88,7 +88,7 @@ def cut(jsonl, sizes, work):
                 f = open(path, "w", encoding="utf-8")
             f.write(line)
             lines += 1
-            total += _text_bytes(line)
+            total += line_text_bytes(line)
             if total >= sizes[k]:
                 f.close()
                 f = None
