@@ -46,7 +46,7 @@ import generate  # noqa: E402
 import results  # noqa: E402
 
 from cjk_tokenizer import Archive  # noqa: E402
-from cjk_tokenizer.search import _prepare, _seeks_hits, id_statements  # noqa: E402
+from cjk_tokenizer.search import SEEK_MIN_BOUND, _prepare, _seeks_hits, id_statements  # noqa: E402
 
 
 SWEEP = (50, 200, 500, 1000, 2000, 5000)  # relevance_bound values for the merged archive's sweep
@@ -124,7 +124,37 @@ def fmt(cmd, info, sides, sweep, runs):
         w, s = r["walk"], r["seek"]
         L.append(f"| {r['term']} | {r['bound']:,} | {w[0]:.2f} / {w[1]:.2f} | {s[0]:.2f} / {s[1]:.2f} | "
                  f"{s[0] / w[0]:.2f}× | {r['chosen']} |")
+    L += ["", _reading(sides, sweep)]
     return "\n".join(L) + "\n"
+
+
+def _ratios(rows):
+    return [r["seek"][0] / r["walk"][0] for r in rows]
+
+
+def _reading(sides, sweep):
+    """What the tables show, in figures from them."""
+    spans = []
+    for name, side in sides.items():
+        got = _ratios(side["rows"])
+        if got:
+            spans.append(f"{min(got):.2f}-{max(got):.2f}× on the {name} archive (cjk segments: {side['segments']})")
+    # the smallest swept bound from which the MATCH per hit is the cheaper for every term
+    cross = None
+    for bound in sorted({r["bound"] for r in sweep}, reverse=True):
+        if max(_ratios([r for r in sweep if r["bound"] == bound])) >= 1:
+            break
+        cross = bound
+    where = (f"from a bound of {cross:,} on, every term's MATCH per hit is the cheaper" if cross is not None
+             else "at no bound swept is the MATCH per hit the cheaper for every term")
+    return ("What this shows: meeting the page's 20 hits by a MATCH each costs, against the walk over the "
+            f"default bound's range, {'; '.join(spans)}. `Archive.search` takes it on an index of one segment "
+            "(what an import that doubles the archive, or `optimize()`, leaves) when the bound is at least "
+            f"`search.SEEK_MIN_BOUND` ({SEEK_MIN_BOUND:,}). By bound, on the merged archive, {where}; a "
+            "shorter range makes the walk the cheaper. A prefix term is never met per hit (FTS5 would merge the "
+            "prefix again for each). The page statement is most of a bounded relevance search (the floor's "
+            "walk and the Python layer are the rest); the `peers` section measures whole searches at 1 GB, "
+            "where the index is one segment.")
 
 
 def main(argv=None):

@@ -239,4 +239,6 @@ def test_bench_page_shape_smoke():
     assert "smoke ok" in p.stdout, p.stdout
     rows = _table(p.stdout, "| archive | cjk segments |")
     assert {r[0] for r in rows} == {"merged", "appended"}, rows
+    assert re.search(r"^What this shows: .* [0-9.]+-[0-9.]+× on the merged archive \(cjk segments: 1\); "
+                     r"[0-9.]+-[0-9.]+× on the appended archive", p.stdout, re.M), p.stdout
     assert open(results_md, encoding="utf-8").read() == before
