@@ -136,7 +136,7 @@ RELEVANCE_BOUND = 5_000
 # A bounded relevance page meets its hits by a MATCH per hit (_seeks_hits)
 # only from this bound on: below it the walk over the page's rowid range is
 # the shorter (bench/RESULTS.md, section "page", measures where they cross).
-SEEK_MIN_BOUND = 1_000
+SEEK_MIN_BOUND = 2_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
