@@ -134,8 +134,9 @@ MAX_OFFSET = 100_000
 # newest this many matches (bench/RESULTS.md has the measurement behind it).
 RELEVANCE_BOUND = 5_000
 # A bounded relevance page meets its hits by a MATCH per hit (_seeks_hits)
-# only from this bound on: below it the walk over the page's rowid range is
-# the shorter (bench/RESULTS.md, section "page", measures where they cross).
+# only from this bound on: around half of it the two shapes cost the same
+# within the noise of a run, and below that the walk over the page's rowid
+# range is the shorter (bench/RESULTS.md, section "page", sweeps the bound).
 SEEK_MIN_BOUND = 2_000
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
