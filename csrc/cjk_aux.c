@@ -1305,7 +1305,7 @@ static void cjkMatchFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite
   }
   if (rc != SQLITE_OK) {
     h->free(out.a);
-    if (rc == SQLITE_NOMEM && zErr[0] == 0) {
+    if (rc == SQLITE_NOMEM) { /* from us or from FTS5: the host's own out-of-memory error, whatever the phase */
       h->result_error_nomem(pCtx);
     } else {
       if (zErr[0] == 0) snprintf(zErr, sizeof(zErr), "cjk_match: error %d", rc);

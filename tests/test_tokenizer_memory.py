@@ -97,6 +97,35 @@ def test_cjk_match_memory_is_accounted_by_the_host(conn):
     assert wide - narrow >= 8 * n_chars, (narrow, wide)
 
 
+def test_cjk_match_fails_cleanly_wherever_the_host_runs_out_of_memory(conn):
+    # Heap limits from a little above what is in use up to enough: each
+    # allocation of cjk_match (its arena's blocks, the one for a window wider
+    # than a block, the token and result buffers) in turn is the one refused.
+    # A call either fails with SQLite's out-of-memory error or returns what
+    # it returns without a limit; the connection works on afterwards.
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, y, tokenize='cjk_unicode61')")
+    text = "前言。" + "大别山项目管理，" * 3000 + "结束"
+    conn.execute("INSERT INTO t VALUES (?, ?)", (text, "项目 in y"))
+    sql = "SELECT cjk_match(t, 'x,y', ?) FROM t WHERE t MATCH '项目 OR 管理'"
+    want = {width: conn.execute(sql, (width,)).get for width in (40, 20_000)}
+    seen = set()
+    for width, expected in want.items():
+        peak = _peak_during(lambda: conn.execute(sql, (width,)).get)
+        for slack in range(0, peak + 64 * 1024, peak // 120):
+            previous = apsw.hard_heap_limit(apsw.memory_used() + slack)
+            try:
+                got = conn.execute(sql, (width,)).get
+            except apsw.NoMemError:
+                seen.add("refused")
+            else:
+                seen.add("answered")
+                assert got == expected, (width, slack)
+            finally:
+                apsw.hard_heap_limit(previous)
+    assert seen == {"refused", "answered"}
+    assert {w: conn.execute(sql, (w,)).get for w in want} == want
+
+
 # ---- bounded memory on long input --------------------------------------------------
 
 def test_fullwidth_folding_memory_is_bounded(conn):
