@@ -492,6 +492,19 @@ typedef struct OffQuery {
   int *pOut;
 } OffQuery;
 
+/* The arrays of one call, carved from blocks allocated through the host and
+** freed together: a row's phases ask for about sixteen small arrays, and an
+** allocation of each cost more than several of the phases' own work.  A
+** block holds ARENA_BLOCK bytes, or one array larger than that alone. */
+typedef struct ArenaBlock ArenaBlock;
+struct ArenaBlock {
+  ArenaBlock *pNext;
+  size_t nByte, iUsed; /* bytes after the header, of which iUsed are carved */
+};
+#define ARENA_BLOCK 8192
+#define ARENA_ALIGN 8 /* what SQLite's allocator guarantees */
+#define ARENA_HEADER ((sizeof(ArenaBlock) + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1))
+
 typedef struct MatchState {
   const Fts5ExtensionApi *pApi;
   Fts5Context *pFts;
@@ -508,48 +521,52 @@ typedef struct MatchState {
   CjkSnipWork w;     /* w.aHit: the snippet column's instances, bytes then characters */
   CjkSnipWindow win;
   OffQuery *aQ;
+  ArenaBlock *pArena; /* the blocks stateAlloc carves the arrays above from; it carves the first */
 } MatchState;
 
 static void matchStateFree(MatchState *s) {
-  s->h->free(s->inst.aInst);
-  s->h->free(s->inst.aSeen);
-  s->h->free(s->inst.aDistinct);
-  s->h->free(s->inst.aPhraseSize);
-  s->h->free(s->q.aQtok);
-  s->h->free(s->q.azQ);
-  s->h->free(s->q.anQ);
-  s->h->free(s->aNeed);
-  s->h->free(s->lit.a);
-  s->h->free(s->lit.aIdx);
-  s->h->free(s->lit.aInt);
+  while (s->pArena) {
+    ArenaBlock *pNext = s->pArena->pNext;
+    s->h->free(s->pArena);
+    s->pArena = pNext;
+  }
   s->h->free(s->tc.aRec);
   s->h->free(s->tc.text.a);
-  s->h->free(s->w.aHit);
-  s->h->free(s->w.aRange);
-  s->h->free(s->w.aCnt);
-  s->h->free(s->w.aCp);
-  s->h->free(s->w.aOff);
-  s->h->free(s->aQ);
 }
 
-static void *mallocArray(const CjkHost *h, size_t nElem, size_t szElem) {
-  if (nElem == 0) nElem = 1;
-  if (nElem > ((size_t)-1) / 2 / szElem) return 0;
-  return h->malloc64((sqlite3_uint64)(nElem * szElem));
-}
-
-static void *callocArray(const CjkHost *h, size_t nElem, size_t szElem) {
-  void *p = mallocArray(h, nElem, szElem);
-  if (p) memset(p, 0, (nElem ? nElem : 1) * szElem);
-  return p;
-}
-
-/* mallocArray/callocArray that set *pRc on failure and do nothing after one. */
+/* nElem * szElem bytes (at least one element's), ARENA_ALIGN-aligned, from the
+** arena; zeroed if bZero.  Sets *pRc on failure and does nothing after one. */
 static void *stateAlloc(MatchState *s, size_t nElem, size_t szElem, int bZero, int *pRc) {
-  void *p;
+  ArenaBlock *b = s->pArena;
+  size_t n;
+  unsigned char *p;
   if (*pRc != SQLITE_OK) return 0;
-  p = bZero ? callocArray(s->h, nElem, szElem) : mallocArray(s->h, nElem, szElem);
-  if (!p) *pRc = SQLITE_NOMEM;
+  if (nElem == 0) nElem = 1;
+  if (nElem > ((size_t)-1) / 4 / szElem) {
+    *pRc = SQLITE_NOMEM;
+    return 0;
+  }
+  n = (nElem * szElem + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+  if (!b || b->nByte - b->iUsed < n) {
+    size_t nByte = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+    b = s->h->malloc64((sqlite3_uint64)(ARENA_HEADER + nByte));
+    if (!b) {
+      *pRc = SQLITE_NOMEM;
+      return 0;
+    }
+    b->nByte = nByte;
+    b->iUsed = 0;
+    if (s->pArena && n > ARENA_BLOCK) { /* a big array alone: keep carving the current block */
+      b->pNext = s->pArena->pNext;
+      s->pArena->pNext = b;
+    } else {
+      b->pNext = s->pArena;
+      s->pArena = b;
+    }
+  }
+  p = (unsigned char *)b + ARENA_HEADER + b->iUsed;
+  b->iUsed += n;
+  if (bZero) memset(p, 0, n);
   return p;
 }
 
