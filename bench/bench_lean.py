@@ -210,25 +210,42 @@ def fmt(cmd, load, info, builds, rows, like, swept):
     return "\n".join(out)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def corpus_args(ap, runs):
+    """Add the arguments of a benchmark over one corpus to the parser ``ap`` (``runs``: --runs' default)."""
     ap.add_argument("--jsonl", help="a corpus written by bench/generate.py (default: generate --size)")
     ap.add_argument("--size", default="2MB")
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=runs)
     ap.add_argument("--workdir", default=os.path.join(HERE, "out"))
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     ap.add_argument("--smoke", action="store_true", help="~1 MB corpus in a temp dir; checks only, writes nothing")
-    a = ap.parse_args(argv)
-    load0 = os.getloadavg()[0]
+
+
+def corpus(a, name):
+    """(work folder, corpus path, needles) for the arguments ``a`` (corpus_args): the corpus is --jsonl,
+    or one of --size (about 1 MB with --smoke) generated as ``name``-SIZE.jsonl into the work folder (a
+    temporary one with --smoke) with its needle manifest beside it."""
     work = tempfile.mkdtemp() if a.smoke else a.workdir
     os.makedirs(work, exist_ok=True)
     jsonl = a.jsonl
     if jsonl is None:
-        jsonl = os.path.join(work, f"lean-{a.size}.jsonl")
-        size = 1_000_000 if a.smoke else generate.parse_size(a.size)
-        generate.write_jsonl(generate.Corpus(size, seed=1), jsonl)
-    needles_path = jsonl + ".needles.json"
-    needles = json.load(open(needles_path)) if os.path.exists(needles_path) else []
+        jsonl = os.path.join(work, f"{name}-{a.size}.jsonl")
+        made = generate.Corpus(1_000_000 if a.smoke else generate.parse_size(a.size), seed=1)
+        generate.write_jsonl(made, jsonl)
+        with open(jsonl + ".needles.json", "w", encoding="utf-8") as f:
+            json.dump(made.needle_manifest(), f, ensure_ascii=False)
+    needles = []
+    if os.path.exists(jsonl + ".needles.json"):
+        with open(jsonl + ".needles.json", encoding="utf-8") as f:
+            needles = json.load(f)
+    return work, jsonl, needles
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    corpus_args(ap, runs=15)
+    a = ap.parse_args(argv)
+    load0 = os.getloadavg()[0]
+    work, jsonl, needles = corpus(a, "lean")
     paths = {side: os.path.join(work, f"lean-{side}.db") for side in SIDES}
     builds = {}
     for side in SIDES:

@@ -29,11 +29,9 @@ two frequent terms at each bound of ``SWEEP``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -42,7 +40,6 @@ sys.path.insert(0, os.path.dirname(HERE))
 import bench_index  # noqa: E402
 import bench_lean  # noqa: E402
 import bench_scaling  # noqa: E402
-import generate  # noqa: E402
 import results  # noqa: E402
 
 from cjk_tokenizer import Archive  # noqa: E402
@@ -159,24 +156,10 @@ def _reading(sides, sweep):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--jsonl", help="a corpus written by bench/generate.py (default: generate --size)")
-    ap.add_argument("--size", default="2MB")
+    bench_lean.corpus_args(ap, runs=30)
     ap.add_argument("--slices", type=int, default=10)
-    ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--workdir", default=os.path.join(HERE, "out"))
-    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
-    ap.add_argument("--smoke", action="store_true", help="~1 MB corpus in a temp dir; checks only, writes nothing")
     a = ap.parse_args(argv)
-    work = tempfile.mkdtemp() if a.smoke else a.workdir
-    os.makedirs(work, exist_ok=True)
-    jsonl = a.jsonl
-    if jsonl is None:
-        jsonl = os.path.join(work, f"page-{a.size}.jsonl")
-        generate.write_jsonl(generate.Corpus(1_000_000 if a.smoke else generate.parse_size(a.size), seed=1), jsonl)
-    needles = []
-    if os.path.exists(jsonl + ".needles.json"):
-        with open(jsonl + ".needles.json", encoding="utf-8") as f:
-            needles = json.load(f)
+    work, jsonl, needles = bench_lean.corpus(a, "page")
     merged, appended = os.path.join(work, "page-merged.db"), os.path.join(work, "page-appended.db")
     for path in (merged, appended):
         for suffix in ("", "-wal", "-shm"):

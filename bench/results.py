@@ -19,6 +19,7 @@ SECTIONS = {
     "peers": "This project beside sqlite-cjk-fts and Hermes Agent's search, over the same messages",
     "build": "cjk index build time against unicode61, under the archive's FTS5 settings",
     "page": "Bounded relevance: a MATCH per hit or one walk over the page's rowids",
+    "mmap": "Reading the archive through a memory map, against reads by system call",
     "variants": "Han variant folding: recall, precision and cost",
     "import": "Import rate per source format",
 }

@@ -66,7 +66,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable
 import apsw
 
 from . import indexing, records
-from .db import connect, immediate, use_wal
+from .db import MMAP_SIZE, check_mmap_size, connect, immediate, use_wal
 from .errors import ArchiveError, ExtensionError
 from .indexing import Indexes
 from .loader import load
@@ -190,6 +190,12 @@ class Archive:
                    explicit, chunked catch-up so opening never blocks for long.
     fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
                    recorded (off for a new one).  ``self.fold_variants`` says.
+    mmap_size      bytes of the file SQLite reads through a memory map
+                   (PRAGMA mmap_size; default db.MMAP_SIZE, 16 GiB): searches
+                   and LIKE scans then read pages without a system call and a
+                   copy each.  0 reads without a map: for a file on a network
+                   or removable drive, where a read error in a mapped page
+                   stops the process (SIGBUS) instead of raising an error.
 
     ``self.indexes`` (indexing.Indexes) administers the FTS indexes: status,
     catch-up, rebuild, add/pause/drop, integrity check, sizes.
@@ -198,8 +204,9 @@ class Archive:
     def __init__(self, path: str | os.PathLike, *, readonly: bool | None = None, create: bool = True,
                  extension: bool = True, indexes: Iterable[str] | None = None, busy_timeout: float = 10.0,
                  synchronous: str = "NORMAL", auto_catch_up: int = 10_000, cjk_prefix: bool = False,
-                 fold_variants: bool | None = None, cjk_unigrams: bool = True) -> None:
+                 fold_variants: bool | None = None, cjk_unigrams: bool = True, mmap_size: int = MMAP_SIZE) -> None:
         self.path = _check_path(path)
+        check_mmap_size(mmap_size)
         if readonly is not None and not isinstance(readonly, bool):
             raise TypeError(f"readonly must be True, False or None, not {readonly!r}")
         if fold_variants is not None and not isinstance(fold_variants, bool):
@@ -220,7 +227,7 @@ class Archive:
         if auto:
             readonly = exists and not _writable(self.path)
         options = dict(create=create, extension=extension, indexes=indexes, busy_timeout=busy_timeout,
-                       synchronous=synchronous, auto_catch_up=auto_catch_up)
+                       synchronous=synchronous, auto_catch_up=auto_catch_up, mmap_size=mmap_size)
         try:
             self._open(readonly, **options)
         except (apsw.ReadOnlyError, apsw.CantOpenError) as exc:
@@ -233,14 +240,15 @@ class Archive:
             except (apsw.ReadOnlyError, apsw.CantOpenError) as again:
                 raise ArchiveError(f"{self.path}: {again}") from None
 
-    def _open(self, readonly: bool, *, create, extension, indexes, busy_timeout, synchronous, auto_catch_up):
+    def _open(self, readonly: bool, *, create, extension, indexes, busy_timeout, synchronous, auto_catch_up,
+              mmap_size):
         """Open the connection and bring the file to a usable state (writing only if not ``readonly``)."""
         self.readonly = readonly
         if readonly and indexes is not None:
             raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")
         try:
             self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous,
-                                 readonly=readonly)
+                                 readonly=readonly, mmap_size=mmap_size)
         except apsw.NotADBError:
             raise ArchiveError(f"{self.path} is not a SQLite database") from None
         self.extension_loaded = False

@@ -15,9 +15,26 @@ import apsw
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
+# Bytes of an archive SQLite reads through a memory map (PRAGMA mmap_size) by
+# default.  A search reads each hit's message, which spans overflow pages that
+# SQLite's page cache does not keep: a system call and a copy per page without
+# the map.  Pages are the OS's file cache, shared and reclaimable; address
+# space is what this reserves, and 16 GiB covers the archive of a history of
+# several GB.  A host built with a lower SQLITE_MAX_MMAP_SIZE uses its own cap.
+MMAP_SIZE = 1 << 34
 
-def connect(path: str, *, busy_timeout_ms: int, synchronous: str, readonly: bool = False) -> apsw.Connection:
-    """An APSW connection with a busy timeout and foreign keys enforced.
+
+def check_mmap_size(mmap_size) -> int:
+    """``mmap_size`` as an int >= 0, else a ValueError naming it."""
+    if type(mmap_size) is not int or mmap_size < 0:
+        raise ValueError(f"mmap_size must be a whole number of bytes >= 0 (0: no memory map), not {mmap_size!r}")
+    return mmap_size
+
+
+def connect(path: str, *, busy_timeout_ms: int, synchronous: str, readonly: bool = False,
+            mmap_size: int = MMAP_SIZE) -> apsw.Connection:
+    """An APSW connection with a busy timeout and foreign keys enforced,
+    reading up to ``mmap_size`` bytes of the file through a memory map.
 
     ``readonly=True`` gives ``connect_readonly(path)`` instead.
 
@@ -34,10 +51,11 @@ def connect(path: str, *, busy_timeout_ms: int, synchronous: str, readonly: bool
     if sync not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {', '.join(SYNCHRONOUS)}, not {synchronous!r}")
     if readonly:
-        return connect_readonly(path, busy_timeout_ms=busy_timeout_ms)
+        return connect_readonly(path, busy_timeout_ms=busy_timeout_ms, mmap_size=mmap_size)
     conn = apsw.Connection(str(path))
     try:
         conn.set_busy_timeout(int(busy_timeout_ms))
+        conn.execute(f"PRAGMA mmap_size={check_mmap_size(mmap_size)}")
         conn.execute(f"PRAGMA synchronous={sync}")
         conn.execute("PRAGMA foreign_keys=ON")
     except BaseException:
@@ -46,8 +64,9 @@ def connect(path: str, *, busy_timeout_ms: int, synchronous: str, readonly: bool
     return conn
 
 
-def connect_readonly(path: str, *, busy_timeout_ms: int) -> apsw.Connection:
-    """A connection that cannot write: SQLite's URI ``mode=ro``, no PRAGMA that writes.
+def connect_readonly(path: str, *, busy_timeout_ms: int, mmap_size: int = MMAP_SIZE) -> apsw.Connection:
+    """A connection that cannot write: SQLite's URI ``mode=ro``, no PRAGMA that writes
+    (``mmap_size`` as in ``connect``: it sets how this connection reads).
 
     A WAL file needs its ``-shm`` index; in a folder where SQLite cannot make
     one (a read-only mount or folder, the archive closed cleanly), ``mode=ro``
@@ -63,6 +82,7 @@ def connect_readonly(path: str, *, busy_timeout_ms: int) -> apsw.Connection:
         conn = apsw.Connection(uri + params, flags=flags)
         try:
             conn.set_busy_timeout(int(busy_timeout_ms))
+            conn.execute(f"PRAGMA mmap_size={check_mmap_size(mmap_size)}")
             conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # opening is lazy: read now
             return conn
         except apsw.CantOpenError:

@@ -304,3 +304,29 @@ def test_cjk_prefix_option_adds_the_prefix_index_and_keeps_results(tmp_path):
     finally:
         plain.close()
         pre.close()
+
+
+def test_reads_go_through_a_memory_map_that_follows_the_file_as_it_grows(tmp_path):
+    path = tmp_path / "m.db"
+    with Archive(path) as writer, Archive(path) as mapped, Archive(path, mmap_size=0) as plain, \
+            Archive(path, readonly=True, mmap_size=1 << 20) as reader:
+        assert mapped.conn.execute("PRAGMA mmap_size").fetchone()[0] > 0
+        assert plain.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0
+        assert reader.conn.execute("PRAGMA mmap_size").fetchone()[0] == 1 << 20
+        # long messages span overflow pages, which the map serves
+        first = writer.add_message("s", "user", "项目管理" + "文字" * 3000)
+        seen = [(a, a.search("项目", sort="newest")) for a in (mapped, plain, reader)]
+        assert all([h.message_id for h in found] == [first] for _, found in seen)
+        # the file grows well past what the readers mapped when they first read it
+        later = [writer.add_message("s", "user", f"第{i}次项目复盘" + "内容" * 3000) for i in range(40)]
+        for a, _ in seen:
+            found = a.search("项目", sort="newest", limit=50)
+            assert [h.message_id for h in found] == [*reversed(later), first]
+            assert a.get_message(later[-1])["content"].startswith("第39次项目复盘")
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1", None])
+def test_a_bad_mmap_size_is_a_one_line_error_before_any_file_is_made(tmp_path, bad):
+    with pytest.raises(ValueError, match=r"^mmap_size must be a whole number of bytes >= 0 .*not "):
+        Archive(tmp_path / "never.db", mmap_size=bad)
+    assert not (tmp_path / "never.db").exists()

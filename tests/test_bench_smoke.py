@@ -242,3 +242,23 @@ def test_bench_page_shape_smoke():
     assert re.search(r"^What this shows: .* [0-9.]+-[0-9.]+× on the merged archive \(cjk segments: 1\); "
                      r"[0-9.]+-[0-9.]+× on the appended archive", p.stdout, re.M), p.stdout
     assert open(results_md, encoding="utf-8").read() == before
+
+
+def test_bench_mmap_smoke():
+    """Every search and both LIKE scans return the same through the map and without it (the run fails
+    otherwise), each gets its row and the reading quotes the table's ratios; nothing is written."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    results_md = os.path.join(BENCH, "RESULTS.md")
+    before = open(results_md, encoding="utf-8").read()
+    p = _run([os.path.join(BENCH, "bench_mmap.py"), "--smoke"], ROOT)
+    assert "smoke ok" in p.stdout, p.stdout
+    rows = _table(p.stdout, "| call | term |")
+    calls = [r[0] for r in rows]
+    assert {"`Archive.search` newest, 1 char", "`Archive.search` relevance, needle (cjk4)",
+            "LIKE scan newest, needle (reads every message)"} <= set(calls), calls
+    ratios = [float(r[-1].rstrip("×")) for r in rows]
+    search = [x for c, x in zip(calls, ratios) if c.startswith("`Archive.search`")]
+    assert re.search(r"^What this shows: read through the map, the LIKE scan that reads every message takes "
+                     rf"[0-9.]+× its time without the map; `Archive.search`, .* takes {min(search):.2f}-"
+                     rf"{max(search):.2f}× \(median [0-9.]+×\)\.", p.stdout, re.M), p.stdout
+    assert open(results_md, encoding="utf-8").read() == before
