@@ -191,11 +191,11 @@ class Archive:
     fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
                    recorded (off for a new one).  ``self.fold_variants`` says.
     mmap_size      bytes of the file SQLite reads through a memory map
-                   (PRAGMA mmap_size; default db.MMAP_SIZE, 16 GiB): searches
-                   and LIKE scans then read pages without a system call and a
-                   copy each.  0 reads without a map: for a file on a network
-                   or removable drive, where a read error in a mapped page
-                   stops the process (SIGBUS) instead of raising an error.
+                   (PRAGMA mmap_size; default db.MMAP_SIZE, 16 GiB): a LIKE
+                   scan then reads pages without a system call and a copy
+                   each.  0 reads without a map: for a file on a network or
+                   removable drive, where a read error in a mapped page stops
+                   the process (SIGBUS) instead of raising an error.
 
     ``self.indexes`` (indexing.Indexes) administers the FTS indexes: status,
     catch-up, rebuild, add/pause/drop, integrity check, sizes.

@@ -16,11 +16,12 @@ import apsw
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 # Bytes of an archive SQLite reads through a memory map (PRAGMA mmap_size) by
-# default.  A search reads each hit's message, which spans overflow pages that
-# SQLite's page cache does not keep: a system call and a copy per page without
-# the map.  Pages are the OS's file cache, shared and reclaimable; address
-# space is what this reserves, and 16 GiB covers the archive of a history of
-# several GB.  A host built with a lower SQLITE_MAX_MMAP_SIZE uses its own cap.
+# default.  A LIKE scan (the scan route) reads every page of the messages, and
+# a long message spans overflow pages SQLite's page cache never keeps: without
+# the map each costs a system call and a copy.  Mapped pages are the OS's file
+# cache, shared and reclaimable; address space is what this reserves, and
+# 16 GiB covers the archive of a history of several GB.  A host built with a
+# lower SQLITE_MAX_MMAP_SIZE uses its own cap.
 MMAP_SIZE = 1 << 34
 
 
