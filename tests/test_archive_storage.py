@@ -323,6 +323,14 @@ def test_reads_go_through_a_memory_map_that_follows_the_file_as_it_grows(tmp_pat
             found = a.search("项目", sort="newest", limit=50)
             assert [h.message_id for h in found] == [*reversed(later), first]
             assert a.get_message(later[-1])["content"].startswith("第39次项目复盘")
+        # and shrinks under them: pages they mapped are gone from the file
+        writer.conn.execute("DELETE FROM messages WHERE id > ?", (later[4],))
+        writer.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        writer.conn.execute("VACUUM")
+        for a, _ in seen:
+            for route in ("cjk", "scan"):
+                found = a.search("项目", sort="newest", limit=50, route=route)
+                assert [h.message_id for h in found] == [*reversed(later[:5]), first], route
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "1", None])
