@@ -47,11 +47,14 @@ def _cmd_tokenize(args) -> int:
     return 0
 
 
-def _open_archive(path, *, must_exist=True, **kw):
+def _open_archive(path, *, must_exist=True, mmap_size=None, **kw):
+    """``Archive(path, **kw)``; ``mmap_size`` (--mmap-size) when given, else the Archive default."""
     from .archive import Archive
 
     if must_exist and not os.path.exists(path):
         raise CjkTokenizerError(f"{path}: no such archive")
+    if mmap_size is not None:
+        kw["mmap_size"] = mmap_size
     return Archive(path, **kw)
 
 
@@ -68,7 +71,7 @@ def _time_arg(value, option: str):
 
 def _cmd_search(args) -> int:
     after, before = _time_arg(args.after, "--after"), _time_arg(args.before, "--before")
-    with _read_archive(args.db) as ar:
+    with _read_archive(args.db, mmap_size=args.mmap_size) as ar:
         hits = ar.search(args.query, include_reasoning=args.reasoning, roles=args.role or None,
                          session_id=args.session, after=after, before=before,
                          sort=args.sort, limit=args.limit, route=args.route, offset=args.offset,
@@ -91,7 +94,7 @@ def _cmd_search(args) -> int:
 
 
 def _cmd_explain(args) -> int:
-    with _read_archive(args.db) as ar:
+    with _read_archive(args.db, mmap_size=args.mmap_size) as ar:
         if not args.sql:
             print(json.dumps(ar.explain(args.query, include_reasoning=args.reasoning), ensure_ascii=False, indent=1))
             return 0
@@ -141,7 +144,7 @@ def _cmd_import(args) -> int:
     # Plan first: a bad path or an unknown format fails before the archive is created.
     planned = driver.plan(args.sources, args.format, exclude=driver.archive_files(args.db))
     progress, notice, finish = _import_progress()
-    with _open_archive(args.db, must_exist=False, extension=not args.no_extension,
+    with _open_archive(args.db, must_exist=False, extension=not args.no_extension, mmap_size=args.mmap_size,
                        fold_variants=True if args.fold_variants else None) as ar:
         report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size,
                             optimize=False if args.no_optimize else None, notice=notice)
@@ -153,7 +156,7 @@ def _cmd_sync(args) -> int:
     from .importers import sync
 
     progress, notice, finish = _import_progress()
-    with _open_archive(args.db, extension=not args.no_extension) as ar:
+    with _open_archive(args.db, extension=not args.no_extension, mmap_size=args.mmap_size) as ar:
         report = sync(ar, progress=progress, batch_size=args.batch_size, optimize=False if args.no_optimize else None,
                       notice=notice)
         finish()
@@ -163,7 +166,7 @@ def _cmd_sync(args) -> int:
 def _cmd_export(args) -> int:
     from .export import export
 
-    with _read_archive(args.db) as ar:
+    with _read_archive(args.db, mmap_size=args.mmap_size) as ar:
         if args.output:
             with open(args.output, "w", encoding="utf-8") as out:
                 export(ar, out, session_id=args.session, format=args.format)
@@ -183,7 +186,7 @@ def _cmd_rebuild(args) -> int:
         bar.update(p.done, p.done + p.behind, f"{p.route} {p.phase}")
         return True
 
-    with _open_archive(args.db, auto_catch_up=0) as ar:
+    with _open_archive(args.db, auto_catch_up=0, mmap_size=args.mmap_size) as ar:
         if args.full:
             done = ar.indexes.rebuild(args.route, progress, restart=True)
         else:
@@ -203,7 +206,7 @@ def _cmd_doctor(args) -> int:
 
     rows = host_report()
     if args.db:
-        rows += archive_report(args.db, integrity=args.integrity)
+        rows += archive_report(args.db, integrity=args.integrity, mmap_size=args.mmap_size)
     width = max(len(r[0]) for r in rows)
     for item, finding, ok in rows:
         print(f"{'ok ' if ok else 'BAD'} {item.ljust(width)}  {finding}")
@@ -219,7 +222,17 @@ def _cmd_demo(args) -> int:
 def _cmd_mcp(args) -> int:
     from .mcp_server import serve
 
-    return serve(args.db)
+    return serve(args.db, mmap_size=args.mmap_size)
+
+
+def _mmap_bytes(text: str) -> int:
+    from .db import check_mmap_size
+
+    try:
+        return check_mmap_size(int(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if text.strip().lstrip("-").isdigit() else
+                                         f"not a whole number of bytes: {text!r}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -300,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="CJK full-text search for SQLite: tools and session archives.")
     parser.add_argument("--version", action=_VersionAction,
                         help="print the version (the package's and its compiled library's are one) and exit")
+    parser.add_argument("--mmap-size", type=_mmap_bytes, metavar="BYTES",
+                        help="read the archive through a memory map of up to BYTES (SQLite's PRAGMA mmap_size; "
+                             "default 16 GiB); 0 reads by system call only: for an archive on a network or "
+                             "removable drive, where a read error in a mapped page stops the process")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("path", help="print the loadable library's path (for .load in the sqlite3 shell)")

@@ -69,7 +69,7 @@ def host_report() -> list[tuple[str, str, bool]]:
     return rows
 
 
-def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str, bool]]:
+def archive_report(path: str, *, integrity: bool = False, mmap_size: int | None = None) -> list[tuple[str, str, bool]]:
     """Rows about the archive at ``path``; a file that cannot be opened as one is a BAD row naming it.
 
     The file is never created or converted; it is read read-only when it
@@ -85,7 +85,8 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
     if not os.path.exists(path):
         return [("archive", f"{path}: no such file", False)]
     try:
-        ar = Archive(path, readonly=None, create=False, auto_catch_up=0)
+        opts = {} if mmap_size is None else {"mmap_size": mmap_size}
+        ar = Archive(path, readonly=None, create=False, auto_catch_up=0, **opts)
     except (CjkTokenizerError, OSError, apsw.Error) as exc:
         text = str(exc)
         return [("archive", text if path in text else f"{path}: {text}", False)]
@@ -96,6 +97,9 @@ def archive_report(path: str, *, integrity: bool = False) -> list[tuple[str, str
                                 f"{ar.count_messages():,} messages", True))
         rows.append(("extension here", "loaded" if ar.extension_loaded else f"not loaded: {ar.extension_error}",
                      ar.extension_loaded))
+        mapped = ar.conn.execute("PRAGMA mmap_size").fetchone()[0]
+        rows.append(("memory map", f"up to {mapped:,} bytes of the file read through it (--mmap-size 0 turns it "
+                                   "off)" if mapped else "off: every read is a system call", True))
         sizes = ar.indexes.sizes()
         for route, st in ar.indexes.status().items():
             ok = st["served"]

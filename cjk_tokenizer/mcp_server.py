@@ -38,9 +38,10 @@ MISSING_SDK = 'the MCP server needs the official MCP SDK (mcp 2.x, Python 3.10+)
 SERVER_NAME = "cjk-tokenizer"
 
 
-def open_archive(path) -> Archive:
-    """Open the archive at ``path`` for the server: read-only, and it must already exist."""
-    return Archive(path, readonly=True)
+def open_archive(path, *, mmap_size: int | None = None) -> Archive:
+    """Open the archive at ``path`` for the server: read-only, and it must already exist
+    (``mmap_size``: Archive's, its default when None)."""
+    return Archive(path, readonly=True) if mmap_size is None else Archive(path, readonly=True, mmap_size=mmap_size)
 
 
 def _sdk():
@@ -85,10 +86,10 @@ def build_server(archive):
     return Server(SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(path) -> int:
+def serve(path, *, mmap_size: int | None = None) -> int:
     """Serve the archive at ``path`` on stdin/stdout until the client closes the connection."""
     anyio, _, _, stdio_server = _sdk()  # before opening anything: a missing SDK is the first thing to say
-    archive = open_archive(path)
+    archive = open_archive(path, mmap_size=mmap_size)
     try:
         server = build_server(archive)
 

@@ -9,6 +9,7 @@ import pytest
 import cjk_tokenizer
 from cjk_tokenizer import loadable_path
 from cjk_tokenizer.archive import Archive
+from cjk_tokenizer.db import MMAP_SIZE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the package under test's copy (the installed one when the tests run from outside the checkout)
@@ -155,3 +156,25 @@ def test_demo_runs_and_shows_routes_hits_and_timings():
     assert "route cjk:" in out and "scan of the same archive" in out
     assert "THOUGHT in reasoning" in out  # the reasoning-only fact, labelled
     assert "大别山项目管理系统" in out and "ｼﾝｶﾝｾﾝ" in out and "비빔밥" in out
+
+
+def test_mmap_size_sets_how_every_command_reads_the_archive(db):
+    mapped = [l for l in cli("doctor", db).stdout.splitlines() if "memory map" in l]
+    assert mapped and mapped[0].startswith("ok ") and f"up to {MMAP_SIZE:,} bytes" in mapped[0], mapped
+    off = [l for l in cli("--mmap-size", "0", "doctor", db).stdout.splitlines() if "memory map" in l]
+    assert off and "off: every read is a system call" in off[0], off
+    small = [l for l in cli("--mmap-size", "1048576", "doctor", db).stdout.splitlines() if "memory map" in l]
+    assert "up to 1,048,576 bytes" in small[0], small
+    # a read and a write command give the same answers either way
+    for args in (["search", db, "项目", "--json", "--sort", "newest"], ["explain", db, "项目"]):
+        assert cli("--mmap-size", "0", *args).stdout == cli(*args).stdout
+    assert "cjk: live" in cli("--mmap-size", "0", "rebuild", db).stdout
+
+
+@pytest.mark.parametrize("value, message", [("-1", "mmap_size must be a whole number of bytes >= 0"),
+                                            ("16G", "not a whole number of bytes: '16G'")])
+def test_a_bad_mmap_size_is_a_one_line_usage_error(db, value, message):
+    proc = cli("--mmap-size", value, "search", db, "项目", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("cjk-tokenizer: error: argument --mmap-size:") and message in last, proc.stderr

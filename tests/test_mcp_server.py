@@ -56,11 +56,12 @@ def db(tmp_path_factory):
     return path, _build(path)
 
 
-def converse(sdk, db_path, body):
-    """Start the server on ``db_path``, initialize, run ``await body(session)``; its result and the server's stderr."""
+def converse(sdk, db_path, body, cli_args=()):
+    """Start the server on ``db_path`` (``cli_args``: the command line's options before ``mcp``), initialize,
+    run ``await body(session)``; its result and the server's stderr."""
     anyio = sdk["anyio"]
     params = sdk["StdioServerParameters"](
-        command=sys.executable, args=["-m", "cjk_tokenizer", "mcp", db_path], cwd=ROOT,
+        command=sys.executable, args=["-m", "cjk_tokenizer", *cli_args, "mcp", db_path], cwd=ROOT,
         # the whole environment: sanitizer runs preload their runtime, and this tree must be what is imported
         env={**os.environ, "PYTHONPATH": ROOT},
     )
@@ -114,7 +115,8 @@ def test_lists_the_agent_tool_and_refuses_unknown_tools(sdk, db):
     assert err.error.code == -32602 and "session_serch" in err.error.message
 
 
-def test_four_shapes_are_the_in_process_results(sdk, db):
+@pytest.mark.parametrize("cli_args", [(), ("--mmap-size", "0")], ids=["mapped", "unmapped"])
+def test_four_shapes_are_the_in_process_results(sdk, db, cli_args):
     path, (m1, m2, m3) = db
     calls = {
         "discovery": {"query": "回滚"},
@@ -128,7 +130,7 @@ def test_four_shapes_are_the_in_process_results(sdk, db):
         out["no arguments"] = await session.call_tool("session_search")
         return out
 
-    results, _ = converse(sdk, path, body)
+    results, _ = converse(sdk, path, body, cli_args)
     got = {mode: unpack(r) for mode, r in results.items()}
     for mode, args in calls.items():
         assert got[mode]["mode"] == mode and "error" not in got[mode]
@@ -333,3 +335,13 @@ def test_sdk_is_an_extra_not_a_dependency():
     extras = project["optional-dependencies"]
     assert [d.split(">=")[0] for d in extras["mcp"]] == ["mcp"]
     assert any(d.startswith("mcp>=") for d in extras["test"])  # so CI runs the client tests
+
+
+def test_the_server_opens_its_archive_read_only_with_the_memory_map_asked_for(db):
+    from cjk_tokenizer.db import MMAP_SIZE
+    from cjk_tokenizer.mcp_server import open_archive
+
+    path, _ = db
+    for mmap_size, want in ((None, MMAP_SIZE), (0, 0), (1 << 20, 1 << 20)):
+        with open_archive(path, mmap_size=mmap_size) as ar:
+            assert ar.readonly and ar.conn.execute("PRAGMA mmap_size").fetchone()[0] == want
