@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from .constants import DEFAULT_SORT, FTS_ROUTES, ROLES, ROUTES, SORTS, TOKENIZE_MODES
+from .constants import DEFAULT_SORT, FTS_ROUTES, MMAP_SIZE, ROLES, ROUTES, SORTS, TOKENIZE_MODES
 from .errors import CjkTokenizerError
 from .timeutil import FORMATS_HELP
 
@@ -229,10 +229,13 @@ def _mmap_bytes(text: str) -> int:
     from .db import check_mmap_size
 
     try:
-        return check_mmap_size(int(text))
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of bytes: {text!r}") from None
+    try:
+        return check_mmap_size(value)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc) if text.strip().lstrip("-").isdigit() else
-                                         f"not a whole number of bytes: {text!r}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -315,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the version (the package's and its compiled library's are one) and exit")
     parser.add_argument("--mmap-size", type=_mmap_bytes, metavar="BYTES",
                         help="read the archive through a memory map of up to BYTES (SQLite's PRAGMA mmap_size; "
-                             "default 16 GiB); 0 reads by system call only: for an archive on a network or "
+                             f"default {MMAP_SIZE >> 30} GiB); 0 reads by system call only: for an archive on a network or "
                              "removable drive, where a read error in a mapped page stops the process")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

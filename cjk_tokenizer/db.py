@@ -13,16 +13,9 @@ from urllib.parse import quote
 
 import apsw
 
-SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+from .constants import MMAP_SIZE
 
-# Bytes of an archive SQLite reads through a memory map (PRAGMA mmap_size) by
-# default.  A LIKE scan (the scan route) reads every page of the messages, and
-# a long message spans overflow pages SQLite's page cache never keeps: without
-# the map each costs a system call and a copy.  Mapped pages are the OS's file
-# cache, shared and reclaimable; address space is what this reserves, and
-# 16 GiB covers the archive of a history of several GB.  A host built with a
-# lower SQLITE_MAX_MMAP_SIZE uses its own cap.
-MMAP_SIZE = 1 << 34
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 def check_mmap_size(mmap_size) -> int:
