@@ -1,6 +1,6 @@
 """Reading an archive through a memory map (``Archive(mmap_size=...)``) against SQLite's reads by system call.
 
-An archive opens with ``PRAGMA mmap_size`` set to ``db.MMAP_SIZE``; ``mmap_size=0``
+An archive opens with ``PRAGMA mmap_size`` set to ``constants.MMAP_SIZE``; ``mmap_size=0``
 reads every page SQLite's own cache does not hold with a system call and a copy.
 A message longer than a page spans overflow pages, which that cache does not
 keep, so a search's hits and a LIKE scan read them from the OS each time.  This
@@ -37,7 +37,7 @@ from bench_queries import ms  # noqa: E402
 from timing import paired_cells  # noqa: E402
 
 from cjk_tokenizer import Archive  # noqa: E402
-from cjk_tokenizer.db import MMAP_SIZE  # noqa: E402
+from cjk_tokenizer.constants import MMAP_SIZE  # noqa: E402
 
 
 def _hits(found):

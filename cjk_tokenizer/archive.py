@@ -66,7 +66,8 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable
 import apsw
 
 from . import indexing, records
-from .db import MMAP_SIZE, check_mmap_size, connect, immediate, use_wal
+from .constants import MMAP_SIZE
+from .db import check_mmap_size, connect, immediate, use_wal
 from .errors import ArchiveError, ExtensionError
 from .indexing import Indexes
 from .loader import load
@@ -191,7 +192,7 @@ class Archive:
     fold_variants  fold Han variants (項目 = 项目) in a new archive; None: as
                    recorded (off for a new one).  ``self.fold_variants`` says.
     mmap_size      bytes of the file SQLite reads through a memory map
-                   (PRAGMA mmap_size; default db.MMAP_SIZE, 16 GiB): a LIKE
+                   (PRAGMA mmap_size; default constants.MMAP_SIZE, 16 GiB): a LIKE
                    scan then reads pages without a system call and a copy
                    each.  0 reads without a map: for a file on a network or
                    removable drive, where a read error in a mapped page stops

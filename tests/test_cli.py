@@ -9,7 +9,7 @@ import pytest
 import cjk_tokenizer
 from cjk_tokenizer import loadable_path
 from cjk_tokenizer.archive import Archive
-from cjk_tokenizer.db import MMAP_SIZE
+from cjk_tokenizer.constants import MMAP_SIZE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the package under test's copy (the installed one when the tests run from outside the checkout)

@@ -338,7 +338,7 @@ def test_sdk_is_an_extra_not_a_dependency():
 
 
 def test_the_server_opens_its_archive_read_only_with_the_memory_map_asked_for(db):
-    from cjk_tokenizer.db import MMAP_SIZE
+    from cjk_tokenizer.constants import MMAP_SIZE
     from cjk_tokenizer.mcp_server import open_archive
 
     path, _ = db
