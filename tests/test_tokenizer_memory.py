@@ -98,9 +98,10 @@ def test_cjk_match_memory_is_accounted_by_the_host(conn):
 
 
 def test_cjk_match_fails_cleanly_wherever_the_host_runs_out_of_memory(conn):
-    # Heap limits from a little above what is in use up to enough: each
-    # allocation of cjk_match (its arena's blocks, the one for a window wider
-    # than a block, the token and result buffers) in turn is the one refused.
+    # Heap limits from what is in use up to the call's peak and a little
+    # more: each allocation of cjk_match (its arena's blocks, the one for a
+    # window wider than a block, the token and result buffers) in turn is the
+    # one refused.
     # A call either fails with SQLite's out-of-memory error or returns what
     # it returns without a limit; the connection works on afterwards.
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, y, tokenize='cjk_unicode61')")
