@@ -178,3 +178,29 @@ def test_a_bad_mmap_size_is_a_one_line_usage_error(db, value, message):
     assert proc.returncode == 2 and proc.stdout == ""
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("cjk-tokenizer: error: argument --mmap-size:") and message in last, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["search", "{db}", "项目"], ["explain", "{db}", "项目"], ["export", "{db}"],
+                                     ["rebuild", "{db}"], ["sync", "{db}"], ["import", "{db}", SAMPLE],
+                                     ["doctor", "{db}"]])
+def test_every_command_that_opens_db_opens_it_with_the_mmap_size_given(db, tmp_path, monkeypatch, capsys, command):
+    from cjk_tokenizer import archive, cli as cli_module
+
+    if command[0] in ("import", "sync", "rebuild"):  # commands that write get a copy of the archive
+        copy = str(tmp_path / "copy.db")
+        with Archive(db, auto_catch_up=0) as ar:
+            ar.conn.execute("VACUUM INTO ?", (copy,))
+        target = copy
+    else:
+        target = db
+    opened = []
+    real_init = archive.Archive.__init__
+
+    def spy(self, path, **kw):
+        real_init(self, path, **kw)
+        opened.append(self.conn.execute("PRAGMA mmap_size").fetchone()[0])
+
+    monkeypatch.setattr(archive.Archive, "__init__", spy)
+    code = cli_module.main(["--mmap-size", "4096", *[a.replace("{db}", target) for a in command]])
+    capsys.readouterr()
+    assert code == 0 and opened and set(opened) == {4096}, (code, opened)
