@@ -47,6 +47,17 @@ def _run(args, cwd):
     return p
 
 
+def _smoke(script):
+    """``bench/script --smoke``: its stdout, after checking that it passed and left RESULTS.md alone."""
+    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
+    results_md = os.path.join(BENCH, "RESULTS.md")
+    before = open(results_md, encoding="utf-8").read()
+    p = _run([os.path.join(BENCH, script), "--smoke"], ROOT)
+    assert "smoke ok" in p.stdout, p.stdout
+    assert open(results_md, encoding="utf-8").read() == before, "--smoke must not write RESULTS.md"
+    return p.stdout
+
+
 def test_bench_index_smoke(tmp_path):
     _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
     _run([os.path.join(BENCH, "bench_index.py"), "--smoke", "--workdir", str(tmp_path)], ROOT)
@@ -62,9 +73,7 @@ def test_bench_queries_smoke(tmp_path):
 
 def test_bench_lean_smoke(tmp_path):
     """Before/after defaults: newest-first ids agree and raw MATCH '"X"' equals LIKE (checked, not timed)."""
-    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
-    p = _run([os.path.join(BENCH, "bench_lean.py"), "--smoke"], ROOT)
-    assert "smoke ok" in p.stdout, p.stdout
+    _smoke("bench_lean.py")
 
 
 def test_bench_variants_smoke(tmp_path):
@@ -232,27 +241,18 @@ def test_bench_fts_settings_writes_every_variant_and_each_reading_of_the_target(
 def test_bench_page_shape_smoke():
     """Both shapes of a bounded relevance page return the same rows on a merged and an appended archive
     (the run fails otherwise), the merged one has one segment, the appended several; nothing is written."""
-    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
-    results_md = os.path.join(BENCH, "RESULTS.md")
-    before = open(results_md, encoding="utf-8").read()
-    p = _run([os.path.join(BENCH, "bench_page_shape.py"), "--smoke"], ROOT)
-    assert "smoke ok" in p.stdout, p.stdout
-    rows = _table(p.stdout, "| archive | cjk segments |")
+    out = _smoke("bench_page_shape.py")
+    rows = _table(out, "| archive | cjk segments |")
     assert {r[0] for r in rows} == {"merged", "appended"}, rows
     assert re.search(r"^What this shows: .* [0-9.]+-[0-9.]+× on the merged archive \(cjk segments: 1\); "
-                     r"[0-9.]+-[0-9.]+× on the appended archive", p.stdout, re.M), p.stdout
-    assert open(results_md, encoding="utf-8").read() == before
+                     r"[0-9.]+-[0-9.]+× on the appended archive", out, re.M), out
 
 
 def test_bench_mmap_smoke():
     """Every search and both LIKE scans return the same through the map and without it (the run fails
     otherwise), each gets its row and the reading quotes the table's ratios; nothing is written."""
-    _need("jieba", "bench/generate.py draws Chinese from jieba's dict.txt")
-    results_md = os.path.join(BENCH, "RESULTS.md")
-    before = open(results_md, encoding="utf-8").read()
-    p = _run([os.path.join(BENCH, "bench_mmap.py"), "--smoke"], ROOT)
-    assert "smoke ok" in p.stdout, p.stdout
-    rows = _table(p.stdout, "| call | term |")
+    out = _smoke("bench_mmap.py")
+    rows = _table(out, "| call | term |")
     calls = [r[0] for r in rows]
     assert {"`Archive.search` newest, 1 char", "`Archive.search` relevance, needle (cjk4)",
             "LIKE scan newest, needle (reads every message)"} <= set(calls), calls
@@ -260,5 +260,4 @@ def test_bench_mmap_smoke():
     search = [x for c, x in zip(calls, ratios) if c.startswith("`Archive.search`")]
     assert re.search(r"^What this shows: read through the map, the LIKE scan that reads every message takes "
                      rf"[0-9.]+× its time without the map; `Archive.search`, .* takes {min(search):.2f}-"
-                     rf"{max(search):.2f}× \(median [0-9.]+×\)\.", p.stdout, re.M), p.stdout
-    assert open(results_md, encoding="utf-8").read() == before
+                     rf"{max(search):.2f}× \(median [0-9.]+×\)\.", out, re.M), out
