@@ -47,14 +47,11 @@ def _cmd_tokenize(args) -> int:
     return 0
 
 
-def _open_archive(path, *, must_exist=True, mmap_size=None, **kw):
-    """``Archive(path, **kw)``; ``mmap_size`` (--mmap-size) when given, else the Archive default."""
+def _open_archive(path, *, must_exist=True, **kw):
     from .archive import Archive
 
     if must_exist and not os.path.exists(path):
         raise CjkTokenizerError(f"{path}: no such archive")
-    if mmap_size is not None:
-        kw["mmap_size"] = mmap_size
     return Archive(path, **kw)
 
 
@@ -316,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="CJK full-text search for SQLite: tools and session archives.")
     parser.add_argument("--version", action=_VersionAction,
                         help="print the version (the package's and its compiled library's are one) and exit")
-    parser.add_argument("--mmap-size", type=_mmap_bytes, metavar="BYTES",
+    parser.add_argument("--mmap-size", type=_mmap_bytes, default=MMAP_SIZE, metavar="BYTES",
                         help="read the archive through a memory map of up to BYTES (SQLite's PRAGMA mmap_size; "
                              f"default {MMAP_SIZE >> 30} GiB); 0 reads by system call only: for an archive on a network or "
                              "removable drive, where a read error in a mapped page stops the process")

@@ -6,6 +6,8 @@ import shutil
 import sqlite3
 import subprocess
 
+from .constants import MMAP_SIZE
+
 
 def host_report() -> list[tuple[str, str, bool]]:
     """(item, finding, ok) rows about this Python, its SQLite hosts and the extension."""
@@ -69,7 +71,7 @@ def host_report() -> list[tuple[str, str, bool]]:
     return rows
 
 
-def archive_report(path: str, *, integrity: bool = False, mmap_size: int | None = None) -> list[tuple[str, str, bool]]:
+def archive_report(path: str, *, integrity: bool = False, mmap_size: int = MMAP_SIZE) -> list[tuple[str, str, bool]]:
     """Rows about the archive at ``path``; a file that cannot be opened as one is a BAD row naming it.
 
     The file is never created or converted; it is read read-only when it
@@ -85,8 +87,7 @@ def archive_report(path: str, *, integrity: bool = False, mmap_size: int | None 
     if not os.path.exists(path):
         return [("archive", f"{path}: no such file", False)]
     try:
-        opts = {} if mmap_size is None else {"mmap_size": mmap_size}
-        ar = Archive(path, readonly=None, create=False, auto_catch_up=0, **opts)
+        ar = Archive(path, readonly=None, create=False, auto_catch_up=0, mmap_size=mmap_size)
     except (CjkTokenizerError, OSError, apsw.Error) as exc:
         text = str(exc)
         return [("archive", text if path in text else f"{path}: {text}", False)]

@@ -30,6 +30,7 @@ import json
 
 from .agent_tool import TOOL_NAME, handle_session_search, tool_definitions
 from .archive import Archive
+from .constants import MMAP_SIZE
 from .errors import CjkTokenizerError
 
 __all__ = ["MISSING_SDK", "build_server", "open_archive", "serve"]
@@ -38,10 +39,10 @@ MISSING_SDK = 'the MCP server needs the official MCP SDK (mcp 2.x, Python 3.10+)
 SERVER_NAME = "cjk-tokenizer"
 
 
-def open_archive(path, *, mmap_size: int | None = None) -> Archive:
+def open_archive(path, *, mmap_size: int = MMAP_SIZE) -> Archive:
     """Open the archive at ``path`` for the server: read-only, and it must already exist
-    (``mmap_size``: Archive's, its default when None)."""
-    return Archive(path, readonly=True) if mmap_size is None else Archive(path, readonly=True, mmap_size=mmap_size)
+    (``mmap_size``: Archive's)."""
+    return Archive(path, readonly=True, mmap_size=mmap_size)
 
 
 def _sdk():
@@ -86,7 +87,7 @@ def build_server(archive):
     return Server(SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve(path, *, mmap_size: int | None = None) -> int:
+def serve(path, *, mmap_size: int = MMAP_SIZE) -> int:
     """Serve the archive at ``path`` on stdin/stdout until the client closes the connection."""
     anyio, _, _, stdio_server = _sdk()  # before opening anything: a missing SDK is the first thing to say
     archive = open_archive(path, mmap_size=mmap_size)

@@ -342,6 +342,6 @@ def test_the_server_opens_its_archive_read_only_with_the_memory_map_asked_for(db
     from cjk_tokenizer.mcp_server import open_archive
 
     path, _ = db
-    for mmap_size, want in ((None, MMAP_SIZE), (0, 0), (1 << 20, 1 << 20)):
-        with open_archive(path, mmap_size=mmap_size) as ar:
+    for options, want in (({}, MMAP_SIZE), ({"mmap_size": 0}, 0), ({"mmap_size": 1 << 20}, 1 << 20)):
+        with open_archive(path, **options) as ar:
             assert ar.readonly and ar.conn.execute("PRAGMA mmap_size").fetchone()[0] == want
