@@ -595,6 +595,7 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
 # json.loads' own scanner without its wrapper, which costs as much again on a
 # hit's few hundred characters (cjk_match writes no white space around the value).
 _scan_json = json.JSONDecoder().scan_once
+_NE = len(ELLIPSIS)
 
 
 def _from_aux(text, columns: tuple):
@@ -619,14 +620,15 @@ def _from_aux(text, columns: tuple):
             or type(aux) is not list or type(shown) is not str or type(reported) is not list
             or type(window) is not list or type(cut) is not list
             or type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1
-            or column not in columns or column not in reported):
+            or column not in reported or column not in columns):
+        return None
+    # the shown text is the window with an ellipsis on each cut side
+    cut = (bool(before), bool(after))
+    if len(shown) != w1 - w0 + _NE * (cut[0] + cut[1]) or (
+            cut[0] and not shown.startswith(ELLIPSIS)) or (cut[1] and not shown.endswith(ELLIPSIS)):
         return None
     # most hits match in one column: the one shown, which is in ``columns``
     where = reported if len(reported) == 1 else [c for c in columns if c in reported]
-    cut = (bool(before), bool(after))
-    head, tail = (ELLIPSIS if cut[0] else ""), (ELLIPSIS if cut[1] else "")
-    if not (len(shown) == len(head) + w1 - w0 + len(tail) and shown.startswith(head) and shown.endswith(tail)):
-        return None
     first = (start, stop) if type(start) is int and type(stop) is int and 0 <= start < stop else None
     highlight, span = placed((w0, w1), cut, first)
     return where, column, shown, highlight, span
@@ -726,11 +728,13 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         if not ids:
             return out
         label = p.label
-        parts = {row[0]: _from_aux(row[1], p.columns) for row in found} if prep.aux else {}
-        if prep.aux and None not in parts.values():  # the statements read the rest: each row is its hit
-            out.extend(_new_hit(mid, session_id, role, ts, title, label, parts[mid], score)
-                       for mid, _, score, session_id, role, ts, title in found)
+        columns = p.columns
+        parts = [_from_aux(row[1], columns) for row in found] if prep.aux else []
+        if prep.aux and None not in parts:  # the statements read the rest: each row is its hit
+            out.extend([_new_hit(mid, session_id, role, ts, title, label, part, score)
+                        for (mid, _, score, session_id, role, ts, title), part in zip(found, parts)])
             return out
+        parts = dict(zip(ids, parts))
         # some snippet is built here: the texts are read again
         scores = {row[0]: row[2] for row in found if row[2] is not None}
         texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
