@@ -249,6 +249,21 @@ def columns_match(term):
     return "{" + " ".join(SEARCHED) + "} : \"" + term.replace('"', '""') + '"'
 
 
+def snippet_cells(ar, term, runs):
+    """The newest 20 matches of ``term``'s cjk MATCH with their snippets, and nothing else, in alternation:
+    by ``cjk_match`` as ``Archive.search`` calls it, and by FTS5's own ``snippet()`` (the best column, 64
+    tokens), the function a user of raw FTS5 has.  Returns their cells."""
+    t = schema.fts_table("cjk")
+    match = ar.explain(term, route="cjk")["match"]
+    call, params = search._aux_call(search.SNIPPET_CHARS)
+    page = f"FROM {t} WHERE {t} MATCH ? ORDER BY {t}.rowid DESC LIMIT 20"
+    ours, fts5 = f"SELECT {t}.rowid, {call} {page}", f"SELECT {t}.rowid, snippet({t}, -1, '', '', '…', 64) {page}"
+    (a, got_a), (b, got_b) = paired_cells([lambda: ar.conn.execute(ours, (*params, match)).fetchall(),
+                                           lambda: ar.conn.execute(fts5, (match,)).fetchall()], runs)
+    assert [row[0] for row in got_a] == [row[0] for row in got_b], term
+    return a, b
+
+
 def measure_ours(path, terms, runs):
     """Per term: Archive.search both sorts, the raw FTS5 query, the LIKE scan; the LIKE truth (untimed)."""
     out = {}
@@ -274,6 +289,7 @@ def measure_ours(path, terms, runs):
                     hits = found
                     r["raw newest"] = got[2][0] if len(got) == 3 else None
             r["raw relevance"] = bench_queries.cjk_sql_only(ar, term, runs, sorts=("relevance",)).get("relevance")
+            r["snippets cjk_match"], r["snippets fts5"] = snippet_cells(ar, term, runs) if bare else (None, None)
             r["newest_ids"] = [h.message_id for h in hits]
             # what the snippets of those hits read: the searched columns' characters
             r["hit_chars"] = sum(conn.execute(
@@ -507,6 +523,12 @@ def _why_rare(rows):
         splits = [f"`{t}` {_split(o)}" for t, o in words if _split(o)]
         if splits:
             L.append("    Their newest first pays the 20 hits' snippets: " + "; ".join(splits) + ".")
+        snips = [(t, o) for t, o in words if o.get("snippets cjk_match") and o.get("snippets fts5")]
+        if snips:
+            L.append("    The 20 snippets alone (the MATCH's newest 20 rows with a snippet each, nothing else; p50): "
+                     + "; ".join(f"`{t}` by `cjk_match` {ms(o['snippets cjk_match']['p50'])} ms, by FTS5's own "
+                                 f"`snippet()` (64 tokens) {ms(o['snippets fts5']['p50'])} ms" for t, o in snips)
+                     + ".")
     return L
 
 
