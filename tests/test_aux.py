@@ -923,12 +923,12 @@ def test_overlapping_and_repeated_phrases(db):
 
 @pytest.mark.parametrize("phrase, filler", [("代表大会", "a"), ("代表代表", "代表"), ("파일", "é"), ("项目", "项")])
 def test_a_phrase_is_placed_at_every_offset_up_to_the_text_end(phrase, filler):
-    # The search for a phrase's text tests eight starts at a time, then the last
-    # few one by one: occurrences at each byte offset from a step's start,
-    # overlapping ones, and one that ends the text are placed as tokenizing
-    # places them.
+    # The search for a phrase's text tests sixteen starts at a time (eight where
+    # the compiler has no byte vectors), then eight, then the last few one by
+    # one: occurrences at each byte offset from a step's start, overlapping
+    # ones, and one that ends the text are placed as tokenizing places them.
     conn = _spare_conn(())
-    for lead in range(26):
+    for lead in range(40):
         for tail in ("", "x", "。"):
             text = filler * lead + phrase + filler * (lead % 5) + phrase + phrase[:1] + phrase + tail
             for table in ("s", "p"):
@@ -937,3 +937,25 @@ def test_a_phrase_is_placed_at_every_offset_up_to_the_text_end(phrase, filler):
             res = cm(conn, f'"{phrase}"', max_chars=20, table="s", labels="content")
             assert res == cm(conn, f'"{phrase}"', max_chars=20, table="p", labels="content"), text
             assert res[0]["match_count"] >= 2, text
+
+
+@pytest.mark.parametrize("phrase, filler", [("代表大会", "a"), ("파일", "é"), ("项目", "x项")])
+def test_an_occurrence_a_query_leaves_out_is_seen_at_every_offset(phrase, filler):
+    # NEAR keeps one of the phrase's two occurrences.  The search for its text
+    # must see both wherever they stand: one it missed would leave a count that
+    # agrees with the one instance, placed on the wrong occurrence.
+    conn = _spare_conn(())
+    query = f'NEAR("{phrase}" "丙丁", 1)'
+    for lead in range(40):
+        for gap in (0, 1, 7):
+            far = "，" + "甲乙，" * 3 + filler * gap
+            for text, kept in ((filler * lead + phrase + "，丙丁" + far + phrase, lead * len(filler)),
+                               (filler * lead + phrase + far + "丙丁，" + phrase, None)):
+                kept = len(text) - len(phrase) if kept is None else kept
+                for table in ("s", "p"):
+                    conn.execute(f"delete from {table}")
+                    conn.execute(f"insert into {table}(rowid, content) values(1, ?)", (text,))
+                res = cm(conn, query, max_chars=20, table="s", labels="content")
+                assert res == cm(conn, query, max_chars=20, table="p", labels="content"), text
+                assert [kept, kept + len(phrase)] in res[0]["matches"], (text, res[0]["matches"])
+                assert res[0]["match_count"] == 2, text
