@@ -80,6 +80,9 @@ assert len(BM25_WEIGHTS) == len(FTS_COLUMNS)
 TRIGRAM_SPELLINGS = 32
 # trigram matches nothing under this many characters.
 TRIGRAM_MIN = 3
+# Most raw spellings the scan looks for before it folds a row in Python (each
+# is one more instr() over the row's bytes; the fold costs far more).
+SCAN_SPELLINGS = 4
 # Units of one term looked up to narrow rows down (the Python check does the
 # rest): a few selective ones suffice, and FTS5 limits expression depth.
 MAX_LOOKUPS = 4
@@ -176,23 +179,47 @@ def _stable_piece(needle: str, variants: bool) -> str:
 VS_GLOB = "*[\ufe00-\ufe0f\U000e0100-\U000e01ef]*"
 
 
+def _has_selector(column: str) -> str:
+    """SQL true where ``column`` holds a variation selector (one parameter:
+    VS_GLOB).  GLOB reads a row character by character, many times slower
+    than a LIKE scan (bench/RESULTS.md, section "fallback"); instr() over the
+    bytes first keeps it to the rows holding the two bytes every selector
+    starts with (EF B8: U+FE00..FE3F; F3 A0: U+E0000..E0FFF)."""
+    raw = f"CAST({column} AS BLOB)"
+    return f"((instr({raw}, x'EFB8') > 0 OR instr({raw}, x'F3A0') > 0) AND {column} GLOB ?)"
+
+
+def _holds(column: str) -> str:
+    """SQL true where ``column``'s raw text holds the text parameter.  instr()
+    on the bytes: on text it counts characters as it goes, which costs more
+    than the search.  The same rows: a parameter's first byte starts a
+    character, so a byte match starts where a character does."""
+    return f"ifnull(instr(CAST({column} AS BLOB), CAST(? AS BLOB)), 0) > 0"
+
+
 def _instr(needle: str, columns, variants: bool = False) -> Fragment:
     """Exact: the folded text of a searched column contains ``needle``."""
     fold = FOLD + ("({}, 1)" if variants else "({})")
     uses = frozenset({FOLD})
     if spellings.all_stable(needle, variants):  # raw text holds it where folded text does, but for selectors
-        parts = [f"(ifnull(instr(m.{c}, ?), 0) > 0 OR "
-                 f"(CASE WHEN m.{c} GLOB ? THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END))" for c in columns]
+        parts = [f"({_holds(f'm.{c}')} OR "
+                 f"(CASE WHEN {_has_selector(f'm.{c}')} THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END))"
+                 for c in columns]
         return Fragment("(" + " OR ".join(parts) + ")", (needle, VS_GLOB, needle) * len(columns), uses)
+    # Pieces of raw text one of which a row holds wherever its folded text holds
+    # ``needle`` (or it holds a selector): the longest run written one way only,
+    # else every spelling of the longest run written SCAN_SPELLINGS ways or fewer.
     piece = _stable_piece(needle, variants)
-    if not piece:
+    window = None if piece else spellings.best_window(needle, 1, SCAN_SPELLINGS, variants)
+    pieces = [piece] if piece else window[1] if window else []
+    if not pieces:
         parts = [f"instr({fold.format(f'm.{c}')}, ?) > 0" for c in columns]
         return Fragment("(" + " OR ".join(parts) + ")", (needle,) * len(columns), uses)
-    # CASE keeps the order: the Python fold runs only on rows holding the piece
+    # CASE keeps the order: the Python fold runs only on rows holding a piece
     # (or a variation selector).
-    parts = [f"(CASE WHEN ifnull(instr(m.{c}, ?), 0) > 0 OR m.{c} GLOB ? "
+    parts = [f"(CASE WHEN {' OR '.join([_holds(f'm.{c}')] * len(pieces))} OR {_has_selector(f'm.{c}')} "
              f"THEN instr({fold.format(f'm.{c}')}, ?) > 0 ELSE 0 END)" for c in columns]
-    return Fragment("(" + " OR ".join(parts) + ")", (piece, VS_GLOB, needle) * len(columns), uses)
+    return Fragment("(" + " OR ".join(parts) + ")", (*pieces, VS_GLOB, needle) * len(columns), uses)
 
 
 def _nonascii(columns) -> Fragment:

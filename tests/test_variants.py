@@ -247,6 +247,31 @@ def test_archive_without_fold_variants_keeps_spellings_apart(tmp_path, route):
             assert [h.message_id for h in ar.search(q, route=route, sort="oldest")] == want, (q, route)
 
 
+# Rows the scan must fold to see a run: a selector inside it (from each of the
+# two blocks of selectors), in a run written one way only (辻村) and in one
+# written in half-width forms too (カタカナ, whose scan looks for each spelling
+# of a piece of it).  Beside them, rows holding characters whose UTF-8 starts
+# as a selector's does (U+FE10, U+FE30, a tag character), where the folded
+# text holds no such run.
+SCAN_DOCS = ["辻" + VS1 + "村", "辻\ufe0f村", "辻" + VS17 + "村", "辻" + VS18 + "村です",
+             "カ" + VS1 + "タカナ", "ｶﾀ" + VS17 + "ｶﾅ", "ｶﾀｶﾅ", "カタカナ",
+             "辻\ufe10村", "辻\ufe30村", "辻\U000e0041村", "ｶﾀ\ufe10ｶﾅ", "辻", "村カタ"]
+
+
+@pytest.mark.parametrize("fold_variants", [False, True], ids=["plain", "fold_variants"])
+@pytest.mark.parametrize("query", ["辻村", "カタカナ", "カタ", "タカ", "ｶﾅ"])
+def test_scan_folds_every_row_that_holds_a_selector_and_no_other(tmp_path, query, fold_variants):
+    with Archive(tmp_path / "s.db", fold_variants=fold_variants) as ar:
+        sid = ar.add_session()
+        for d in SCAN_DOCS:
+            ar.add_message(sid, "user", d)
+        want = [i for i, d in enumerate(SCAN_DOCS, 1) if fold(query, fold_variants) in fold(d, fold_variants)]
+        assert len(want) >= 2
+        for route in ("scan", "cjk"):
+            got = [h.message_id for h in ar.search(query, route=route, sort="oldest", limit=100)]
+            assert got == want, (route, got)
+
+
 def test_setting_is_recorded_and_fixed(tmp_path):
     path = tmp_path / "a.db"
     _archive(path, fold_variants=True).close()
