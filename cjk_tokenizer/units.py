@@ -138,7 +138,7 @@ class Analysis:
     single-word and single-run checks cheap on multi-megabyte texts.
     """
 
-    __slots__ = ("raw", "folded", "runs", "tokens", "_words", "_units")
+    __slots__ = ("raw", "folded", "runs", "tokens", "_words", "_units", "_cmap")
 
     def __init__(self, raw: str, variants: bool = False):
         self.raw = clean(raw)
@@ -157,6 +157,7 @@ class Analysis:
         self.tokens = _tokens(masked)
         self._words = None
         self._units = None
+        self._cmap = None
 
     @property
     def words(self) -> frozenset:
@@ -197,13 +198,20 @@ class Analysis:
         """Character span of ``raw`` that folds to ``folded[start:end]``."""
         if len(self.folded) == len(self.raw):  # folding kept every character
             return start, end
-        cmap = _fold_map(self.raw)
-        return cmap[start], cmap[end]
+        if self._cmap is None:
+            self._cmap = _fold_map(self.raw)
+        return self._cmap[start], self._cmap[end]
 
 
 @lru_cache(maxsize=4096)
 def _fold1(s: str) -> str:
     return _native.fold(s)
+
+
+# Characters folding may merge into the one before them (cjk_fold_utf8): the
+# voiced sound marks, combining and half-width (U+3099/309A, U+FF9E/FF9F),
+# and the variation selectors.
+_MERGING = re.compile("[\u3099\u309a\uff9e\uff9f\ufe00-\ufe0f\U000e0100-\U000e01ef]+")
 
 
 def _fold_map(raw: str) -> list[int]:
@@ -212,16 +220,25 @@ def _fold_map(raw: str) -> list[int]:
     Folding maps a character to one character (Han variants too) and only
     ever merges it with what follows it (a voiced mark, variation selectors),
     so a walk that asks the C folding how far each character reaches
-    rebuilds the alignment.
+    rebuilds the alignment.  Only a character followed by one that may merge
+    can reach further than itself: the walk runs there, and every other
+    character maps to itself.
     """
-    out = []
+    out: list[int] = []
     i, n = 0, len(raw)
-    while i < n:
-        out.append(i)
-        j = i + 1
-        while j < n and len(_fold1(raw[i : j + 1])) == 1:
-            j += 1
-        i = j
+    for m in _MERGING.finditer(raw):
+        if m.end() <= i:  # inside a character the walk has passed
+            continue
+        if m.start() - 1 > i:
+            out.extend(range(i, m.start() - 1))
+            i = m.start() - 1
+        while i < m.end():
+            out.append(i)
+            j = i + 1
+            while j < n and len(_fold1(raw[i : j + 1])) == 1:
+                j += 1
+            i = j
+    out.extend(range(i, n))
     out.append(n)
     return out
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cjk_tokenizer
 from cjk_tokenizer import _native, spellings
-from cjk_tokenizer.units import CJK, WORD, Analysis, analyze
+from cjk_tokenizer.units import _MERGING, CJK, WORD, Analysis, _fold_map, analyze
 
 ALPHABET = list("大别山修改服务器々〆ー・カタカナガがかｶﾀﾅﾞﾟ\u3099\u309a゛서버ﾡﾢＡｂ１ａbcXYZ019éüß\u0301"
                 "。、，.,-_:'\" \n\t😀привет\x00\ufffd𠀀ㄅ") + ["Ｈｅｌｌｏ", "youer", "ｶﾞ", "カ\u3099"]
@@ -73,6 +73,43 @@ def test_raw_spans_point_at_the_original_characters():
         a, b = an.raw_span(s, e)
         got.append(text[a:b])
     assert got == ["Ｈｅｌｌｏ", "ｶﾞｲﾄﾞ", "カ\u3099タ", "café"]
+
+
+def _walk_map(raw: str) -> list[int]:
+    """folded -> raw offsets by asking the C folding about every character (what _fold_map shortens)."""
+    out, i = [], 0
+    while i < len(raw):
+        out.append(i)
+        j = i + 1
+        while j < len(raw) and len(_native.fold(raw[i:j + 1])) == 1:
+            j += 1
+        i = j
+    return out + [len(raw)]
+
+
+MERGE_POOL = list("カｶかハﾊ辻村a1。 ウｳゝヽワ大") + ["\u3099", "\u309a", "\uff9e", "\uff9f", "\ufe00", "\ufe0f",
+                                                 "\U000e0100", "\U000e01ef", "\u309b", "\ufe10", "\U000e0041"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(MERGE_POOL), max_size=16).map("".join))
+def test_fold_map_walks_only_where_a_character_may_merge(raw):
+    assert _fold_map(raw) == _walk_map(raw)
+    an = Analysis(raw)
+    assert len(an.folded) == len(_fold_map(raw)) - 1
+
+
+def test_no_character_outside_the_merging_set_merges_into_the_one_before():
+    # every base that absorbs a following character: voiced-mark bases (full and
+    # half width, hiragana, iteration marks) and a Han letter (selectors)
+    bases = "カｶかハﾊウｳゝヽワ辻"
+    cps = [c for c in range(0x20, 0x10000) if not 0xD800 <= c < 0xE000] + list(range(0xE0100, 0xE01F0))
+    pairs = [b + chr(c) for c in cps for b in bases]
+    folded = _native.fold("\n".join(pairs)).split("\n")
+    assert len(folded) == len(pairs)
+    merging = sorted({ord(p[1]) for p, f in zip(pairs, folded) if len(f) == 1})
+    assert merging and all(_MERGING.fullmatch(chr(c)) for c in merging), [hex(c) for c in merging
+                                                                        if not _MERGING.fullmatch(chr(c))]
 
 
 def test_spellings_come_from_the_c_folding():
