@@ -210,6 +210,20 @@ def fmt(cmd, load, info, builds, rows, like, swept):
     return "\n".join(out)
 
 
+def command(script, argv, jsonl):
+    """The command line a section shows: ``python bench/<script>`` and its arguments (``argv``, None:
+    this process's), the corpus by its file name, since where it lay on the measuring machine means
+    nothing to a reader."""
+    args = argv if argv is not None else sys.argv[1:]
+    return f"python bench/{script} " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
+
+
+def corpus_line(jsonl, built):
+    """The corpus as a section names it: file, messages, text and archive size (``built``: build's)."""
+    return (f"`{os.path.basename(jsonl)}`, {built['messages']:,} messages, {built['text'] / 1e6:,.1f} MB of text, "
+            f"archive {built['file'] / 1e6:,.0f} MB")
+
+
 def corpus_args(ap, runs):
     """Add the arguments of a benchmark over one corpus to the parser ``ap`` (``runs``: --runs' default)."""
     ap.add_argument("--jsonl", help="a corpus written by bench/generate.py (default: generate --size)")

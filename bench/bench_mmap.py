@@ -33,7 +33,7 @@ import bench_index  # noqa: E402
 import bench_lean  # noqa: E402
 import bench_peers  # noqa: E402
 import results  # noqa: E402
-from bench_queries import ms  # noqa: E402
+from bench_queries import fmt_setup, ms  # noqa: E402
 from timing import paired_cells  # noqa: E402
 
 from cjk_tokenizer import Archive  # noqa: E402
@@ -77,10 +77,7 @@ def _ratio(r):
 
 
 def fmt(cmd, info, corpus, rows, runs):
-    L = [f"Command: `{cmd}`  ",
-         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory']} RAM; {info['os']}  ",
-         f"Versions: SQLite {info['sqlite']}, APSW {info['apsw']}, Python {info['python']}, "
-         f"cjk_tokenizer {info['cjk_tokenizer']}  ",
+    L = [*fmt_setup(info, cmd).splitlines(),
          f"Corpus: {corpus}. One archive, opened twice: with its default `mmap_size` ({MMAP_SIZE:,} bytes) "
          f"and with `mmap_size=0`. Each call ran on both in alternation (up to {runs} rounds within about a "
          "second each, after one untimed round), and both returned the same results. ms p50 / p95:",
@@ -119,10 +116,8 @@ def main(argv=None):
     terms = bench_peers.pick_terms(path, needles)
     runs = 3 if a.smoke else a.runs
     rows = measure(path, terms, runs)
-    args = argv if argv is not None else sys.argv[1:]
-    cmd = "python bench/bench_mmap.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
-    corpus = (f"`{os.path.basename(jsonl)}`, {built['messages']:,} messages, {built['text'] / 1e6:,.1f} MB of text, "
-              f"archive {built['file'] / 1e6:,.0f} MB")
+    cmd = bench_lean.command("bench_mmap.py", argv, jsonl)
+    corpus = bench_lean.corpus_line(jsonl, built)
     body = fmt(cmd, bench_index.machine_info(), corpus, rows, runs)
     print(body)
     if a.smoke:

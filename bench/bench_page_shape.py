@@ -180,8 +180,7 @@ def main(argv=None):
              "appended": {"segments": appended_segments, "rows": measure(appended, terms, runs)}}
     frequent = [t for t in terms if t[1] in ("the", "一")]
     sweep = measure(merged, frequent, runs, SWEEP if not a.smoke else (2, 4))
-    args = argv if argv is not None else sys.argv[1:]
-    cmd = "python bench/bench_page_shape.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
+    cmd = bench_lean.command("bench_page_shape.py", argv, jsonl)
     body = fmt(cmd, bench_index.machine_info(), sides, sweep, runs)
     print(body)
     if a.smoke:

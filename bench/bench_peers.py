@@ -784,9 +784,7 @@ def main(argv=None):
              "cjkfts": f"sqlite-cjk-fts 0.3.0 built with {cc}" if lib else "sqlite-cjk-fts not run (--no-peers)",
              "hermes": (f"hermes-agent {hermes['hermes_agent']} on Python {hermes['python']} with SQLite "
                         f"{hermes['sqlite']}") if hermes else "Hermes not run (--no-peers)"}
-    args = argv if argv is not None else sys.argv[1:]
-    # the corpus by its file name: where it lay on the measuring machine means nothing to a reader
-    cmd = "python bench/bench_peers.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
+    cmd = bench_lean.command("bench_peers.py", argv, jsonl)
     peers["load_end"], peers["loop_ms"] = os.getloadavg()[0], [loop0, bench_index.loop_ms()]
     data = {"measured": results.now_stamp(), "cmd": cmd, "info": bench_index.machine_info(),
             "ours_build": ours_build, "builds": builds, "nbytes": nbytes, "terms": terms, "ours": ours,

@@ -43,6 +43,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from cjk_tokenizer import Archive, indexing, schema  # noqa: E402
 
 import bench_index  # noqa: E402
+import bench_lean  # noqa: E402
 import bench_peers  # noqa: E402
 import bench_queries  # noqa: E402
 import generate  # noqa: E402
@@ -364,8 +365,7 @@ def main(argv=None):
         points.append(p)
         os.remove(slice_path)  # imported; the corpus is the copy to keep
         log(f"slice {k + 1} measured; {time.perf_counter() - t_start:.0f} s so far")
-    args = argv if argv is not None else sys.argv[1:]
-    cmd = "python bench/bench_scaling.py " + " ".join(os.path.basename(x) if x == jsonl else x for x in args)
+    cmd = bench_lean.command("bench_scaling.py", argv, jsonl)
     data = {"measured": results.now_stamp(), "cmd": cmd, "info": bench_index.machine_info(), "jsonl": jsonl,
             "load": [load0, os.getloadavg()[0]], "terms": terms, "points": points, "hermes": hermes,
             "cjkfts": f"sqlite-cjk-fts 0.3.0 built with {cc}" if lib else "sqlite-cjk-fts not run (--no-peers)",

@@ -22,6 +22,7 @@ SECTIONS = {
     "mmap": "Reading the archive through a memory map, against reads by system call",
     "variants": "Han variant folding: recall, precision and cost",
     "import": "Import rate per source format",
+    "fallback": "The scan route without the extension, against a LIKE scan",
 }
 
 HEADER = """# Benchmark results
