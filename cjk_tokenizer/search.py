@@ -475,28 +475,37 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
     return Statement(sql, (*rparams, *xparams, p.match))
 
 
-def _combined_statement(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
-                        floor: int | None, limit: int, offset: int, rank: str = "bm25") -> Statement:
-    """The plan's boolean expression over messages, ranked by its score MATCH (if any) joined in."""
+def _combined_statements(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
+                         floor: int | None, limit: int, offset: int, rank: str = "bm25") -> list[Statement]:
+    """The plan's boolean expression over messages, ranked by its score MATCH (if any).
+
+    By relevance with a score MATCH the rows it scores come first, by score,
+    then the other matches newest first (a score is below zero, and a row
+    without one ranks as zero).  So two statements: the scored rows that
+    match, which evaluates the expression on those rows only; then the
+    others, whose LIMIT and OFFSET count the first statement's rows and reach
+    0 when the page is full, so that the rest of the messages is not walked
+    (the expression may call a Python check on every row it meets there)."""
     cond = p.where()
     (csql, cparams), (fsql, fparams) = after, filters
-    head, join, sparams = "", "", ()
-    if sort == "relevance" and p.score_match:
-        st = table(p.score_route)
-        above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
-        head = (f"WITH sc(id, score) AS MATERIALIZED "
-                f"(SELECT rowid, {rank}({st}, {_weights()}) FROM {st} WHERE {st} MATCH ?{above}) ")
-        join = "LEFT JOIN sc ON sc.id = m.id "
-        sparams = (p.score_match, *aparams)
-    order = {
-        "relevance": "ifnull(sc.score, 0.0), m.id DESC" if join else "m.id DESC",
-        "newest": "m.id DESC",
-        "oldest": "m.id ASC",
-    }[sort]
-    score = "sc.score" if join else "NULL"
-    sql = (f"{head}SELECT m.id, NULL, {score} FROM {MESSAGES} m {join}WHERE {cond.sql}{csql}{fsql} "
-           f"ORDER BY {order} {_page(limit, offset)}")
-    return Statement(sql, (*sparams, *cond.params, *cparams, *fparams))
+    where, wparams = f"{cond.sql}{csql}{fsql}", (*cond.params, *cparams, *fparams)
+    if sort != "relevance" or not p.score_match:
+        order = "m.id ASC" if sort == "oldest" else "m.id DESC"
+        return [Statement(f"SELECT m.id, NULL, NULL FROM {MESSAGES} m WHERE {where} ORDER BY {order} "
+                          f"{_page(limit, offset)}", wparams)]
+    st = table(p.score_route)
+    above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
+    sparams = (p.score_match, *aparams)
+    scored = (f"WITH sc(id, score) AS MATERIALIZED (SELECT rowid, {rank}({st}, {_weights()}) FROM {st} "
+              f"WHERE {st} MATCH ?{above}) SELECT m.id, NULL, sc.score FROM sc JOIN {MESSAGES} m ON m.id = sc.id "
+              f"WHERE {where} ORDER BY sc.score, m.id DESC {_page(limit, offset)}")
+    n = "(SELECT k FROM n)"  # how many scored rows match
+    rest = (f"WITH sc(id) AS MATERIALIZED (SELECT rowid FROM {st} WHERE {st} MATCH ?{above}), "
+            f"n(k) AS MATERIALIZED (SELECT count(*) FROM sc JOIN {MESSAGES} m ON m.id = sc.id WHERE {where}) "
+            f"SELECT m.id, NULL, NULL FROM {MESSAGES} m WHERE m.id NOT IN (SELECT id FROM sc) AND {where} "
+            f"ORDER BY m.id DESC LIMIT max(0, {int(limit)} - max(0, {n} - {int(offset)})) "
+            f"OFFSET max(0, {int(offset)} - {n})")
+    return [Statement(scored, (*sparams, *wparams)), Statement(rest, (*sparams, *wparams, *wparams))]
 
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
@@ -514,13 +523,14 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     ``floor`` (``relevance_scope``, which found exactly ``bound`` matches
     above it), relevance ranks the matches above it by bm25 and lists the
     others after them, newest first, so paging still reaches every match:
-    on an fts plan that is two statements when a page holds some of each.
-    ``rank`` is the FTS5 ranking function (rank_function); ``seek_hits``: see
+    on an fts plan that is two statements when a page holds some of each
+    (a combined plan ranked by a score MATCH has two always:
+    _combined_statements).  ``rank`` is the FTS5 ranking function (rank_function); ``seek_hits``: see
     _seeks_hits.
     """
     if p.kind != "fts":
-        return [_combined_statement(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
-                                    rank)]
+        return _combined_statements(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
+                                     rank)
     t = table(p.fts_route)
     if sort == "relevance" and floor is not None:
         ranked = min(limit, bound - offset) if offset < bound else 0  # rows this page takes above the floor

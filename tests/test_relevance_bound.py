@@ -196,3 +196,28 @@ def test_a_prefix_query_is_told_from_a_star_inside_a_phrase(match, prefix):
     from cjk_tokenizer.search import _has_prefix
 
     assert _has_prefix(match) is prefix
+
+
+def test_a_full_page_of_scored_rows_runs_no_python_check_on_the_others(tmp_path, monkeypatch):
+    # Without the extension and trigram, a word glued to CJK text (部署deploy失败) is found by a
+    # Python check of the rows unicode61 does not find; ranked by relevance, a page that the
+    # rows unicode61 scores fill must not run that check on the rest of the archive.
+    from cjk_tokenizer import search
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        for i in range(30):
+            ar.add_message("s", "user", f"deploy step {i} " + "填充" * (i % 3))
+        for i in range(200):
+            ar.add_message("s", "user", f"其他的消息 {i} 没有那个词")
+        ar.add_message("s", "user", "部署deploy失败")  # the one glued occurrence, newest
+    calls = []
+    check = search.sql_term_match
+    monkeypatch.setattr(search, "sql_term_match", lambda *a: calls.append(1) or check(*a))
+    with Archive(path, extension=False) as bare:
+        assert "Python check" in str(bare.explain("deploy"))
+        top = bare.search("deploy", limit=10)
+        assert len(top) == 10 and all("deploy" in h.snippet for h in top) and calls == []
+        # paging on reaches every match, the glued one after the scored ones
+        everything = [h.message_id for h in bare.search("deploy", limit=100)]
+        assert len(everything) == 31 and everything[-1] == 231 and calls
