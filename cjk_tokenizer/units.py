@@ -210,7 +210,9 @@ def _fold1(s: str) -> str:
 
 # Characters folding may merge into the one before them (cjk_fold_utf8): the
 # voiced sound marks, combining and half-width (U+3099/309A, U+FF9E/FF9F),
-# and the variation selectors.
+# and the variation selectors.  Only where the walk starts: the C folding
+# still says how far each character reaches (tests/test_query_units.py checks
+# this set against it over every code point).
 _MERGING = re.compile("[\u3099\u309a\uff9e\uff9f\ufe00-\ufe0f\U000e0100-\U000e01ef]+")
 
 
