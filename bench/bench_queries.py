@@ -463,11 +463,10 @@ def fmt_queries(cmd, info, q):
         L.append(f"- Snippet query shape: FTS5 evaluates `... WHERE fts MATCH ? AND rowid IN (<20 ids>)` as one "
                  f"MATCH per listed rowid. For `{d['query']}` (MATCH `{d['match']}`, the newest 20 hits): "
                  f"`rowid IN (1 id)` {ms(d['in1'])} ms, `rowid IN (20 ids)` {ms(d['in20'])} ms, the same rows as "
-                 f"`rowid BETWEEN min AND max` {ms(d['between'])} ms (p50). search.py's `cjk_match` snippet query "
-                 "had the `rowid IN` shape when this benchmark was first run (1-character searches then took "
-                 "0.7-1.5 s at 1 GB, newest-first included); it now adds `rowid BETWEEN min AND max` and "
-                 "`+rowid IN (...)`, so it reads the match once over the hits' rowid range — narrow for "
-                 "newest-first, most of the match for relevance.")
+                 f"`rowid BETWEEN min AND max` {ms(d['between'])} ms (p50). So `Archive.search` never lists the ids: "
+                 "newest first, `cjk_match` runs in the statement that walks the MATCH to its page; by relevance "
+                 "it meets the page's rows again in one walk of the MATCH over their rowid range, or by a MATCH "
+                 "per hit (the `page` section measures both).")
     slow = []
     for r in q["rows"]:
         la = r["like_all"]["p50"]
@@ -667,14 +666,8 @@ def whys(q):
     sizes = q["side"]["index_sizes"]
     return {
         "1-char top-20 by relevance": (
-            "a 1-character query runs on the cjk index as the prefix query `\"X\"*` (characters inside a run "
-            "are only indexed as the bigrams they start), so FTS5 merges the doclists of every bigram that "
-            "starts with X, and bm25 then scores every matching row. " + fmt(one_r) + ". The rest of the "
-            "total is building the 20 hits: the `cjk_match` snippet query reads the match again over the hits' "
-            "rowid range (for relevance hits that range is most of the archive, so the prefix merge is paid "
-            "twice). FTS5 `prefix='1'` (the `index` section: about 2× faster top-20, +52% index size) "
-            "helps the merge, but bm25 over 30k-130k rows stays above 40 ms: frequent single characters "
-            "need a cheaper ranking (e.g. newest-first or bm25 over the newest N matches)."),
+            "top-20 by bm25 scores every row that holds the character, up to the relevance bound's newest "
+            "matches: " + fmt(one_r) + ". The rest of the total is building the 20 hits with their snippets."),
         "2-char top-20 by relevance": (
             "top-20 by bm25 scores every row that holds the bigram, so the cost grows with the number of "
             "matches: " + fmt(two_r) + ". The bare MATCH is within 15 ms only up to ~15k matching rows; "
@@ -683,17 +676,15 @@ def whys(q):
         "newest-first top-20": (
             f"the index part is fast — the bare `MATCH ... ORDER BY rowid DESC LIMIT 20` has p50 ≤ "
             f"{ms(max(sql_new)) if sql_new else 'n/a'} ms on every single-MATCH query without a 1-character "
-            f"term; 1-character terms need the prefix merge (" + ", ".join(f"`{qq}` {ms(sq)} ms" for qq, _, _, sq in one_n) + ") — but "
-            f"`Archive.search` returns hits with snippets, and that costs {ms(min(full_new))}–"
-            f"{ms(max(full_new))} ms: fetching the 20 rows, decoding them, and the `cjk_match` snippet "
-            "query over the hits' rowid range (which for a 1-character query repeats the prefix merge). "
+            f"term, and 1-character terms take (" + ", ".join(f"`{qq}` {ms(sq)} ms" for qq, _, _, sq in one_n)
+            + f") — but `Archive.search` returns hits with snippets, and that costs {ms(min(full_new))}–"
+            f"{ms(max(full_new))} ms: fetching the 20 rows, decoding them, and `cjk_match`'s snippets. "
             "The 1 ms target holds for the index lookup of ids, not for hits with snippets."),
         "cjk index": (
             f"the cjk index is {sizes['cjk'] / sizes['text']:.3f}× the text here (unicode61 "
-            f"{sizes['unicode61'] / sizes['text']:.3f}×). As the `index` section measures, CJK text costs about "
-            "1.9× its own bytes in the index (one bigram term per character plus run-final unigrams) and "
-            "everything else about 0.45×, so the ratio is ≈ 0.45 + 1.47 × (CJK share of the bytes); this "
-            "corpus is ~19% CJK bytes, and 0.55× is reached only below ~7%."),
+            f"{sizes['unicode61'] / sizes['text']:.3f}×). It indexes each CJK character as a bigram and a "
+            "unigram, and other text much as unicode61 does, so the ratio grows with the CJK share of the "
+            "bytes (~19% here); the `lean` section splits the default archive's bytes by part."),
         "rare CJK needle": (
             "LIKE's time is a full scan that grows with the archive, the index lookup stays well under a "
             "millisecond; the ratio is set by LIKE's per-GB scan rate on this machine."),
