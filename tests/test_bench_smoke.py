@@ -11,6 +11,9 @@ bench/bench_peers.py --smoke --no-peers  offline: the section it would write has
                                project's rows, and its newest 20 equal a LIKE scan's for every CJK term
 bench/bench_scaling.py --smoke --no-peers  offline: three slices grown into one archive, every class
                                measured at every size, its newest 20 equal a LIKE scan's for every CJK term
+bench/bench_fallback.py --smoke without the extension every CJK term and Latin word returns, newest
+                               first, what the cjk index returns; the GLOB and one-statement shapes
+                               return the same rows as the scan route and the combined relevance
 bench/hermes_worker.py         Hermes' own search measured through hermes_state (needs hermes_state)
 
 Both need jieba (the generator's word-frequency list, the ``bench`` extra).  Without it these
@@ -261,3 +264,18 @@ def test_bench_mmap_smoke():
     assert re.search(r"^What this shows: read through the map, the LIKE scan that reads every message takes "
                      rf"[0-9.]+× its time without the map; `Archive.search`, .* takes {min(search):.2f}-"
                      rf"{max(search):.2f}× \(median [0-9.]+×\)\.", out, re.M), out
+
+
+def test_bench_fallback_smoke():
+    """Without the extension each CJK term takes the scan route and each Latin word unicode61, both sorts
+    of a Latin word are measured, newest-first results equal the cjk index's (the run fails otherwise),
+    and the reading quotes the table's figures; nothing is written."""
+    out = _smoke("bench_fallback.py")
+    rows = _table(out, "| term | class | sort |")
+    routes = {(r[1], r[2]): r[3] for r in rows}
+    assert routes[("2 chars", "newest")] == routes[("needle (cjk4)", "newest")] == "scan", routes
+    assert routes[("Latin word", "relevance")] == routes[("Latin word", "newest")] == "unicode61", routes
+    full = [float(r[7].rstrip("×")) for r in rows if r[3] == "scan" and int(r[4]) < 20]
+    assert full and re.search(rf"the scan in {min(full):.2f}-{max(full):.2f}× the time", out), out
+    assert re.search(r"GLOB alone takes [0-9.,]+ ms for \S+, [0-9.]+× the scan route's", out), out
+    assert re.search(r"One statement over every message, .* takes [0-9.,]+ ms for \S+ by relevance", out), out
