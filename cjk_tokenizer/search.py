@@ -94,8 +94,10 @@ sql            the statements that find the hits, in the order they run:
                and where they call cjk_match, the hit's session id, role,
                timestamp and session title after those.  Usually one
                statement; a relevance page that straddles ``rank_floor``
-               takes two.  Elsewhere the snippets, titles and the other hit
-               fields are then read by id.
+               takes two, and so does relevance on a combined plan with a
+               score MATCH (the scored rows, then the others).  Elsewhere
+               the snippets, titles and the other hit fields are then read
+               by id.
 sql_functions  the Python functions those statements call (above): present
                on connections ``run_search`` has used, or after
                ``ensure_functions(conn)``; the sqlite3 shell has none of them,
@@ -525,8 +527,8 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     others after them, newest first, so paging still reaches every match:
     on an fts plan that is two statements when a page holds some of each
     (a combined plan ranked by a score MATCH has two always:
-    _combined_statements).  ``rank`` is the FTS5 ranking function (rank_function); ``seek_hits``: see
-    _seeks_hits.
+    _combined_statements).  ``rank`` is the FTS5 ranking function
+    (rank_function); ``seek_hits``: see _seeks_hits.
     """
     if p.kind != "fts":
         return _combined_statements(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
