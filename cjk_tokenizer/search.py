@@ -95,7 +95,8 @@ sql            the statements that find the hits, in the order they run:
                timestamp and session title after those.  Usually one
                statement; a relevance page that straddles ``rank_floor``
                takes two, and so does relevance on a combined plan with a
-               score MATCH (the scored rows, then the others).  Elsewhere
+               score MATCH (the scored rows, then the others; the second
+               does not run when the first fills the page).  Elsewhere
                the snippets, titles and the other hit fields are then read
                by id.
 sql_functions  the Python functions those statements call (above): present
@@ -733,7 +734,11 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     out.offset = prep.offset
     out.ranked_among = None if prep.floor is None else prep.bound
     with checking(p.node):  # a big row is read once for all the query's terms
-        found = [row for st in prep.statements for row in conn.execute(st.sql, st.params).fetchall()]
+        found = []
+        for st in prep.statements:
+            if len(found) >= limit:  # the page is full: the statements' LIMITs add up to at most ``limit``
+                break
+            found += conn.execute(st.sql, st.params).fetchall()
         ids = [row[0] for row in found]
         if prep.sort != "relevance" and len(ids) == limit:
             out.next_cursor = f"{prep.sort}:{ids[-1]}"
