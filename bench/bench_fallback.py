@@ -8,17 +8,21 @@ rows whose raw text may hide the term: those holding a variation selector, and
 for a term with characters written more than one way (half-width forms, voiced
 marks) those holding a spelling of a piece of it.  This script times, on one
 default archive, for each class of CJK term of the peers section plus a
-katakana word (each of its characters has a half-width form):
+katakana word (each of its characters has a half-width form), and for Latin
+words, which take the unicode61 index and a Python check for the word glued to
+CJK text:
 
-  * ``Archive.search`` newest first, top 20, opened without the extension: the
-    scan route (which orders by relevance newest first too: it has no index to
-    score with);
+  * ``Archive.search``, top 20, opened without the extension: newest first,
+    and for Latin words by relevance too (the scan route orders by relevance
+    newest first: it has no index to score with);
   * the LIKE scan newest first over the same columns, the baseline;
   * ``Archive.search`` with the extension (the cjk index), for scale;
   * for one needle, the scan's statement with its selector test as a GLOB
-    alone, which reads every row character by character.
+    alone, which reads every row character by character; for one Latin word
+    by relevance, one statement over every message, each scored row first.
 
-Each search must return the messages the cjk index returns, or the run fails.
+Newest first, each search must return the messages the cjk index returns,
+and each other shape the rows of the search it stands beside, or the run fails.
 
     python bench/generate.py --size 1GB -o c1g.jsonl
     python bench/bench_fallback.py --jsonl c1g.jsonl   # writes the "fallback" section of bench/RESULTS.md
@@ -85,8 +89,17 @@ def _ids(found):
     return [h.message_id for h in found]
 
 
+def shape_cell(conn, sql, params, want, what, runs):
+    """The cell of another shape of a search's statement, after checking it returns ``want``'s ids."""
+    got, ids = cell(lambda: [r[0] for r in conn.execute(sql, params)], runs)
+    if ids != want:
+        raise SystemExit(f"{what} returns other rows than the search: {ids[:5]} against {want[:5]}")
+    return got
+
+
 def measure(path, needles, runs):
-    """Rows of {"kind", "term", "sort", "route", "n", "scan", "like", "index", "glob"?} (cells), each checked."""
+    """Rows of {"kind", "term", "sort", "route", "n", "scan", "like", "index", "glob"?, "one"?} (cells, each
+    checked)."""
     with Archive(path, auto_catch_up=0) as ar:
         terms = bench_peers.pick_terms(path, needles)
         word = katakana_word(ar)
@@ -112,18 +125,14 @@ def measure(path, needles, runs):
                        "index": index, "n": len(got)}
                 if sort == "relevance" and not one_done:
                     sql, params = one_statement(bare.explain(term, limit=20, sql=True)["sql"][0])
-                    row["one"], by_one = cell(lambda: [r[0] for r in bare.conn.execute(sql, params)], runs)
-                    if by_one != _ids(got):
-                        raise SystemExit(f"{path}: the one statement disagrees for {term!r}")
+                    row["one"] = shape_cell(bare.conn, sql, params, _ids(got), f"one statement for {term!r}", runs)
                     one_done = True
                 if kind.startswith("needle") and not glob_done:
                     st = bare.explain(term, sort="newest", limit=20, sql=True)["sql"][0]
                     sql, params = glob_alone(st)
                     if sql == st["sql"]:
                         raise SystemExit(f"no selector test found in the scan's statement for {term!r}")
-                    row["glob"], by_glob = cell(lambda: [r[0] for r in bare.conn.execute(sql, params)], runs)
-                    if by_glob != _ids(got):
-                        raise SystemExit(f"{path}: the GLOB statement disagrees for {term!r}")
+                    row["glob"] = shape_cell(bare.conn, sql, params, _ids(got), f"the GLOB for {term!r}", runs)
                     glob_done = True
                 rows.append(row)
                 bench_lean.log(f"{kind} {term} {sort} ({route}): no extension {ms(scan['p50'])} ms, LIKE "
@@ -194,7 +203,7 @@ def _reading(rows):
     one = next((r for r in rows if "one" in r), None)
     if one:
         out.append(f"One statement over every message, each scored row first, takes {ms(one['one']['p50'])} ms for "
-                   f"{one['term']} by relevance, against {ms(one['scan']['p50'])} ms for the two the search runs "
+                   f"{one['term']} by relevance, against {ms(one['scan']['p50'])} ms for the search "
                    f"({one['one']['p50'] / one['scan']['p50']:.1f}×): it checks every row before it sorts.")
     out.append("The cjk index answers the same searches in the last column, which is why an archive loads the "
                "extension whenever the host can.")
