@@ -213,7 +213,9 @@ def _fold1(s: str) -> str:
 # and the variation selectors.  Only where the walk starts: the C folding
 # still says how far each character reaches (tests/test_query_units.py checks
 # this set against it over every code point).
-_MERGING = re.compile("[\u3099\u309a\uff9e\uff9f\ufe00-\ufe0f\U000e0100-\U000e01ef]+")
+_SELECTORS = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
+_MERGING = re.compile(f"[\u3099\u309a\uff9e\uff9f{_SELECTORS}]+")
+_SELECTOR_RUN = re.compile(f"[{_SELECTORS}]+")
 
 
 def _fold_map(raw: str) -> list[int]:
@@ -224,7 +226,9 @@ def _fold_map(raw: str) -> list[int]:
     so a walk that asks the C folding how far each character reaches
     rebuilds the alignment.  Only a character followed by one that may merge
     can reach further than itself: the walk runs there, and every other
-    character maps to itself.
+    character maps to itself.  Once a variation selector has merged, the
+    rest of its run does too (cjk_skip_variation_selectors), so a long run
+    costs one question, not one per selector over an ever longer slice.
     """
     out: list[int] = []
     i, n = 0, len(raw)
@@ -239,6 +243,10 @@ def _fold_map(raw: str) -> list[int]:
             j = i + 1
             while j < n and len(_fold1(raw[i : j + 1])) == 1:
                 j += 1
+                run = _SELECTOR_RUN.match(raw, j - 1)
+                if run:  # a selector merged: the folding takes every one after it too, and nothing more
+                    j = run.end()
+                    break
             i = j
     out.extend(range(i, n))
     out.append(n)

@@ -99,6 +99,16 @@ def test_fold_map_walks_only_where_a_character_may_merge(raw):
     assert len(an.folded) == len(_fold_map(raw)) - 1
 
 
+def test_a_long_run_of_selectors_costs_the_walk_a_few_questions(monkeypatch):
+    from cjk_tokenizer import units
+
+    asked = []
+    monkeypatch.setattr(units, "_fold1", lambda s: asked.append(len(s)) or _native.fold(s))
+    raw = "辻" + "\ufe00" * 5000 + "村カ\u3099" + "\U000e0100" * 5000 + "了"
+    assert _fold_map(raw) == [0, 5001, 5002, 10004, 10005]
+    assert len(asked) <= 10 and sum(asked) <= 40, asked[:20]
+
+
 def test_no_character_outside_the_merging_set_merges_into_the_one_before():
     # every base that absorbs a following character: voiced-mark bases (full and
     # half width, hiragana, iteration marks) and a Han letter (selectors)
