@@ -110,7 +110,6 @@ rank_floor     when relevance is bounded: the id the ranked matches are above
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -263,16 +262,18 @@ def ensure_functions(conn) -> dict:
 
 
 def _aux_available(conn, state) -> bool:
-    # Only success is remembered: the extension or the cjk table may come later.
+    # The call _aux_call writes, run on a row, so that a cjk_match that takes other
+    # arguments (an older build) fails here, not in a search; on an empty table
+    # nothing runs, so only a call that ran is remembered.  None is remembered
+    # on failure: the extension or the cjk table may come later.
     if not state["aux"]:
         t = table("cjk")
+        call, params = _aux_call(SNIPPET_CHARS)
         try:
-            # the arguments _aux_call passes (an older cjk_match takes no layout)
-            conn.execute(f"SELECT {AUX_FUNCTION}({t}, 'content', 10, '', '', '', 0, 'array') FROM {t} "
-                         f"WHERE {t} MATCH 'x' LIMIT 0").fetchall()
-            state["aux"] = True
-        except Exception:  # "no such function" (an older extension), or no cjk table
+            ran = conn.execute(f"SELECT {call} FROM {t} LIMIT 1", params).fetchall()
+        except Exception:  # "no such function" (no or another extension), or no cjk table
             return False
+        state["aux"] = bool(ran)
     return True
 
 
@@ -399,10 +400,10 @@ _HIT_FIELDS = f"m.session_id, m.role, m.timestamp, (SELECT s.title FROM {SESSION
 def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
     # no highlight markers (Hit.highlight says where); its size excludes the
     # two ellipses, ours includes them; a hit shows its first highlight only,
-    # so no list of every match (max_matches 0); values without their keys
-    # (layout 'array'), which cost as much to read as the rest of a hit
+    # so no list of every match (max_matches 0); values as text fields (layout
+    # 'fields'): no JSON to parse, which costs as much as the rest of a hit
     t = table("cjk")
-    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?, 0, 'array')", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
+    return f"{AUX_FUNCTION}({t}, ?, ?, '', '', ?, 0, 'fields')", (",".join(FTS_COLUMNS), snippet_chars - 2, ELLIPSIS)
 
 
 @dataclass(frozen=True)
@@ -605,44 +606,42 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
     return (None if row is None else row[0]), False
 
 
-# json.loads' own scanner without its wrapper, which costs as much again on a
-# hit's few hundred characters (cjk_match writes no white space around the value).
-_scan_json = json.JSONDecoder().scan_once
+_SEP = "\x1f"  # between the fields of cjk_match's layout 'fields'
 _NE = len(ELLIPSIS)
 
 
 def _from_aux(text, columns: tuple):
-    """(matched_in, column, snippet, highlight, span) from cjk_match's JSON ``text``
-    (layout 'array') alone, or None if it is not what the contract in csrc/cjk_aux.h
-    promises (the hit's snippet is then built here).  The snippet is the function's
-    (empty markers, ellipses as snippet.render writes them), so text and numbers
-    come from one read of the row and the message's text need not be fetched
-    again; the highlight's place in it is snippet.placed's, from the window, the
-    cut sides and the first highlight's start/end."""
+    """(matched_in, column, snippet, highlight, span) from cjk_match's ``text`` (layout
+    'fields') alone, or None if it is not what the contract in csrc/cjk_aux.h promises
+    (the hit's snippet is then built here).  The snippet is the function's (empty
+    markers, ellipses as snippet.render writes them), so text and numbers come from
+    one read of the row and the message's text need not be fetched again; the
+    highlight's place in it is snippet.placed's, from the window, the cut sides and
+    the first highlight's start/end."""
     if type(text) is not str:
         return None
-    try:
-        aux, end = _scan_json(text, 0)
-        reported, column, shown, start, stop, window, cut, _, _ = aux
-        w0, w1 = window
-        before, after = cut
-    except (StopIteration, ValueError, TypeError):  # StopIteration: no JSON value at the start
+    fields = text.split(_SEP, 9)
+    if len(fields) != 10:
         return None
-    # type() is, not isinstance: a JSON true is no number here
-    if (end != len(text)  # as json.loads: nothing may follow the value
-            or type(aux) is not list or type(shown) is not str or type(reported) is not list
-            or type(window) is not list or type(cut) is not list
-            or type(w0) is not int or type(w1) is not int or not 0 <= w0 <= w1
-            or column not in reported or column not in columns):
+    reported, column, start, stop, w0, w1, before, after, _, shown = fields
+    try:
+        w0, w1 = int(w0), int(w1)
+        first = (int(start), int(stop)) if start else None
+    except ValueError:
+        return None
+    reported = reported.split(",") if reported else []
+    cut = (before == "1", after == "1")
+    if (not 0 <= w0 <= w1 or column not in reported or column not in columns
+            or before not in ("0", "1") or after not in ("0", "1")):
         return None
     # the shown text is the window with an ellipsis on each cut side
-    cut = (bool(before), bool(after))
     if len(shown) != w1 - w0 + _NE * (cut[0] + cut[1]) or (
             cut[0] and not shown.startswith(ELLIPSIS)) or (cut[1] and not shown.endswith(ELLIPSIS)):
         return None
     # most hits match in one column: the one shown, which is in ``columns``
     where = reported if len(reported) == 1 else [c for c in columns if c in reported]
-    first = (start, stop) if type(start) is int and type(stop) is int and 0 <= start < stop else None
+    if first is not None and not 0 <= first[0] < first[1]:
+        first = None
     highlight, span = placed((w0, w1), cut, first)
     return where, column, shown, highlight, span
 

@@ -189,6 +189,34 @@ static void jsonString(Buf *p, const char *z, int n) {
   bufAppend(p, "\"", 1);
 }
 
+/* Append z[0..n) as it is, but with every malformed sequence replaced by
+** U+FFFD (the layout 'fields' writes text so). */
+static void textChars(Buf *p, const unsigned char *z, int n) {
+  int i = 0;
+  while (i < n && !p->bOom) {
+    int j = i, k, nRun = 0;
+    unsigned cp = 0;
+    while (j < n) { /* the well-formed stretch from i: ASCII, three-byte runs, else one by one */
+      k = cjk_utf8_run3(z, cjk_ascii_end(z, j, n), n, &nRun);
+      if (k >= n) {
+        j = n;
+        break;
+      }
+      j = cjk_utf8_strict(z, n, k, &cp);
+      if (cp == CJK_BADCHAR) {
+        j = k;
+        break;
+      }
+    }
+    bufAppend(p, z + i, (size_t)(j - i));
+    if (j < n) { /* a malformed sequence: one U+FFFD for it */
+      bufAppend(p, "\xEF\xBF\xBD", 3);
+      j = cjk_utf8_strict(z, n, j, &cp);
+    }
+    i = j;
+  }
+}
+
 /* ---- re-tokenizing the snippet column ----------------------------------- */
 
 typedef struct TokRec {
@@ -453,8 +481,14 @@ typedef struct MatchArgs {
   long long nListed; /* max_matches */
   const char *zOpen, *zClose, *zEllipsis;
   int nOpen, nClose, nEllipsis;
-  int bArray; /* layout 'array': the object's values without their keys */
+  int eLayout; /* CJK_LAYOUT_OBJECT, _ARRAY (the values without their keys) or _FIELDS */
 } MatchArgs;
+
+/* The result's layouts (cjk_aux.h). */
+#define CJK_LAYOUT_OBJECT 0
+#define CJK_LAYOUT_ARRAY 1
+#define CJK_LAYOUT_FIELDS 2
+#define CJK_FIELD_SEP "\x1f" /* U+001F, the unit separator, between two fields */
 
 /* The row's phrase instances, read once from xInst.  Invariant: aInst holds
 ** nInst triples (phrase, column, token offset) with 0 <= phrase < nPhrase and
@@ -1104,7 +1138,7 @@ static void snippetChoose(MatchState *s, long long nMax, int *pRc) {
 ** "{\"matched_in\":" or ",\"column\":"), or in the array layout only the
 ** separator, "{" read as "[". */
 static void jsonKey(Buf *pOut, const MatchArgs *pArgs, const char *zKey) {
-  if (pArgs->bArray) {
+  if (pArgs->eLayout == CJK_LAYOUT_ARRAY) {
     bufAppend(pOut, zKey[0] == '{' ? "[" : ",", 1);
   } else {
     bufStr(pOut, zKey);
@@ -1123,15 +1157,40 @@ static void jsonMatchedIn(Buf *pOut, const MatchArgs *pArgs, const InstTable *t)
   bufAppend(pOut, "]", 1);
 }
 
-/* "column", then "snippet": the window's text with every highlight in it
-** between the markers, an ellipsis on each cut side; then "start"/"end". */
-static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
+/* The snippet: the window's text with every highlight in it between the
+** markers, an ellipsis on each cut side; each piece of text written by
+** xChars (jsonChars or textChars). */
+static void snippetText(Buf *pOut, const MatchArgs *pArgs, const MatchState *s,
+                        void (*xChars)(Buf *, const unsigned char *, int)) {
   const unsigned char *z = (const unsigned char *)s->col.z;
   const CjkSnipWork *w = &s->w;
   const CjkSnipWindow *win = &s->win;
   int r = win->iFirstShown < 0 ? w->nRange : win->iFirstShown;
   long long c = win->iStart;
 #define OFF(ch) (w->aOff[(ch) - win->iRegion])
+  if (win->bCutBefore) xChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
+  while (c < win->iEnd) {
+    if (r < w->nRange && w->aRange[r].iStart <= c) {
+      long long e = w->aRange[r].iEnd < win->iEnd ? w->aRange[r].iEnd : win->iEnd;
+      xChars(pOut, (const unsigned char *)pArgs->zOpen, pArgs->nOpen);
+      xChars(pOut, z + OFF(c), OFF(e) - OFF(c));
+      xChars(pOut, (const unsigned char *)pArgs->zClose, pArgs->nClose);
+      c = e;
+      r++;
+    } else {
+      long long e = (r < w->nRange && w->aRange[r].iStart < win->iEnd) ? w->aRange[r].iStart : win->iEnd;
+      xChars(pOut, z + OFF(c), OFF(e) - OFF(c));
+      c = e;
+    }
+  }
+#undef OFF
+  if (win->bCutAfter) xChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
+}
+
+/* "column", then "snippet", then "start"/"end". */
+static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
+  const CjkSnipWork *w = &s->w;
+  const CjkSnipWindow *win = &s->win;
   jsonKey(pOut, pArgs, ",\"column\":");
   if (s->inst.nCol > 0) {
     jsonLabel(pOut, pArgs, s->col.iCol);
@@ -1140,23 +1199,7 @@ static void jsonSnippet(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) 
   }
   jsonKey(pOut, pArgs, ",\"snippet\":");
   bufAppend(pOut, "\"", 1);
-  if (win->bCutBefore) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
-  while (c < win->iEnd) {
-    if (r < w->nRange && w->aRange[r].iStart <= c) {
-      long long e = w->aRange[r].iEnd < win->iEnd ? w->aRange[r].iEnd : win->iEnd;
-      jsonChars(pOut, (const unsigned char *)pArgs->zOpen, pArgs->nOpen);
-      jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
-      jsonChars(pOut, (const unsigned char *)pArgs->zClose, pArgs->nClose);
-      c = e;
-      r++;
-    } else {
-      long long e = (r < w->nRange && w->aRange[r].iStart < win->iEnd) ? w->aRange[r].iStart : win->iEnd;
-      jsonChars(pOut, z + OFF(c), OFF(e) - OFF(c));
-      c = e;
-    }
-  }
-#undef OFF
-  if (win->bCutAfter) jsonChars(pOut, (const unsigned char *)pArgs->zEllipsis, pArgs->nEllipsis);
+  snippetText(pOut, pArgs, s, jsonChars);
   bufAppend(pOut, "\"", 1);
   jsonKey(pOut, pArgs, ",\"start\":");
   if (win->iFirstShown >= 0) {
@@ -1198,17 +1241,63 @@ static void jsonTail(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
   bufAppend(pOut, "]", 1);
   jsonKey(pOut, pArgs, ",\"match_count\":");
   bufInt(pOut, w->nRange);
-  bufAppend(pOut, pArgs->bArray ? "]" : "}", 1);
+  bufAppend(pOut, pArgs->eLayout == CJK_LAYOUT_ARRAY ? "]" : "}", 1);
 }
 
-/* Run the whole function, writing the JSON into pOut.  Returns SQLITE_OK, or
-** an error code with a message in s->zErr. */
+/* Column iCol's label as a field: its number when the label holds a
+** control character (it could hold the separator). */
+static void fieldLabel(Buf *pOut, const MatchArgs *pArgs, int iCol) {
+  char aNum[24];
+  const char *z;
+  int n, i;
+  columnLabel(pArgs, iCol, aNum, sizeof(aNum), &z, &n);
+  for (i = 0; i < n && (unsigned char)z[i] >= 0x20; i++) {
+  }
+  if (i < n) {
+    snprintf(aNum, sizeof(aNum), "%d", iCol);
+    z = aNum;
+    n = (int)strlen(aNum);
+  }
+  textChars(pOut, (const unsigned char *)z, n);
+}
+
+/* The layout 'fields': the values of the other layouts but "matches", as
+** text fields between separators, the snippet last, so that it may hold any
+** character (cjk_aux.h). */
+static void fieldsOut(Buf *pOut, const MatchArgs *pArgs, const MatchState *s) {
+  const InstTable *t = &s->inst;
+  const CjkSnipWork *w = &s->w;
+  const CjkSnipWindow *win = &s->win;
+  int i, k = 0;
+  for (i = 0; i < t->nCol; i++) {
+    if (t->aDistinct[i] == 0) continue;
+    if (k++) bufAppend(pOut, ",", 1);
+    fieldLabel(pOut, pArgs, i);
+  }
+  bufStr(pOut, CJK_FIELD_SEP);
+  if (t->nCol > 0) fieldLabel(pOut, pArgs, s->col.iCol);
+  bufStr(pOut, CJK_FIELD_SEP);
+  if (win->iFirstShown >= 0) bufInt(pOut, w->aRange[win->iFirstShown].iStart);
+  bufStr(pOut, CJK_FIELD_SEP);
+  if (win->iFirstShown >= 0) bufInt(pOut, w->aRange[win->iFirstShown].iEnd);
+  bufStr(pOut, CJK_FIELD_SEP);
+  bufInt(pOut, win->iStart);
+  bufStr(pOut, CJK_FIELD_SEP);
+  bufInt(pOut, win->iEnd);
+  bufStr(pOut, win->bCutBefore ? CJK_FIELD_SEP "1" CJK_FIELD_SEP : CJK_FIELD_SEP "0" CJK_FIELD_SEP);
+  bufStr(pOut, win->bCutAfter ? "1" CJK_FIELD_SEP : "0" CJK_FIELD_SEP);
+  bufInt(pOut, w->nRange);
+  bufStr(pOut, CJK_FIELD_SEP);
+  snippetText(pOut, pArgs, s, textChars);
+}
+
+/* Run the whole function, writing the result into pOut by its layout.
+** Returns SQLITE_OK, or an error code with a message in s->zErr. */
 static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   int rc = SQLITE_OK, iCol;
   instLoad(s, &rc);
   if (rc != SQLITE_OK) return rc;
   iCol = instBestColumn(&s->inst);
-  jsonMatchedIn(pOut, pArgs, &s->inst);
   if (iCol < 0) iCol = firstTextColumn(s, &rc);
   columnLoad(s, iCol, &rc);
   if (rc == SQLITE_OK && s->inst.nCol > 0 && s->inst.aDistinct[iCol] > 0 && s->col.n > 0) {
@@ -1221,12 +1310,15 @@ static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   }
   snippetChoose(s, pArgs->nMax, &rc);
   if (rc != SQLITE_OK) return rc;
-  jsonSnippet(pOut, pArgs, s);
-  jsonTail(pOut, pArgs, s);
+  if (pArgs->eLayout == CJK_LAYOUT_FIELDS) {
+    fieldsOut(pOut, pArgs, s);
+  } else {
+    jsonMatchedIn(pOut, pArgs, &s->inst);
+    jsonSnippet(pOut, pArgs, s);
+    jsonTail(pOut, pArgs, s);
+  }
   return pOut->bOom ? SQLITE_NOMEM : SQLITE_OK;
 }
-
-
 
 /* Read optional number argument i into *pV, truncated and at most nCap; NULL
 ** (or absent) leaves *pV.  Returns 0, with the error zErr set on pCtx, when
@@ -1272,8 +1364,9 @@ static void textArg(const CjkHost *h, sqlite3_value **apVal, int nVal, int i,
   *pn = (int)strlen(zDefault);
 }
 
-/* Read the optional layout argument i into pArgs->bArray: 'object' (or NULL,
-** or absent) or 'array'.  Returns 0, with an error set on pCtx, otherwise. */
+/* Read the optional layout argument i into pArgs->eLayout: 'object' (or
+** NULL, or absent), 'array' or 'fields'.  Returns 0, with an error set on
+** pCtx, otherwise. */
 static int layoutArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal, int nVal, int i,
                      MatchArgs *pArgs) {
   const char *z = 0;
@@ -1288,11 +1381,15 @@ static int layoutArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **ap
     n = h->value_bytes(apVal[i]);
   }
   if (n == 5 && memcmp(z, "array", 5) == 0) {
-    pArgs->bArray = 1;
+    pArgs->eLayout = CJK_LAYOUT_ARRAY;
+    return 1;
+  }
+  if (n == 6 && memcmp(z, "fields", 6) == 0) {
+    pArgs->eLayout = CJK_LAYOUT_FIELDS;
     return 1;
   }
   if (n == 6 && memcmp(z, "object", 6) == 0) return 1;
-  h->result_error(pCtx, "cjk_match: layout must be 'object' or 'array'", -1);
+  h->result_error(pCtx, "cjk_match: layout must be 'object', 'array' or 'fields'", -1);
   return 0;
 }
 

@@ -20,13 +20,25 @@
 **   max_matches  how many highlights "matches" lists, default 100 (NULL
 **              also means the default); 0 lists none, for a caller that
 **              needs only the snippet and its first highlight.
-**   layout     'object' (the default; NULL too) or 'array': the same values
-**              in the same order without their names, for a caller that
-**              reads the result in code and pays per key it parses:
-**              [matched_in, column, snippet, start, end, window, cut,
-**              matches, match_count].
+**   layout     'object' (the default; NULL too), 'array' or 'fields'.
+**              'array': the same values in the same order without their
+**              names, for a caller that reads the result in code and pays per
+**              key it parses: [matched_in, column, snippet, start, end,
+**              window, cut, matches, match_count].
+**              'fields': no JSON, for a caller that pays per value it parses:
+**              ten text fields joined by U+001F (the unit separator),
+**                matched_in  the labels joined by ","
+**                column      its label (empty when the table has no column)
+**                start, end  digits, or empty for null
+**                window      its start, then its end: two fields
+**                cut         "1" or "0" before, then after: two fields
+**                match_count digits
+**                snippet     as it is, unescaped, last: it may hold U+001F
+**              so a split at the first nine separators reads it whole.  There
+**              "matches" is left out (max_matches is ignored), and a label
+**              holding a control character is written as the column's number.
 **
-** Result: a JSON object (valid UTF-8 text; an array by layout):
+** Result: a JSON object (valid UTF-8 text; an array or fields by layout):
 **
 **   {"matched_in": ["content", "reasoning"],   columns in which any query phrase
 **                                              has an instance, in column order

@@ -50,19 +50,33 @@ def add(conn, content, reasoning=None, tool_name=None, tool_calls=None, table="m
     return conn.last_insert_rowid()
 
 
+def from_fields(text):
+    """The layout 'fields' read back into the object layout's keys (no "matches")."""
+    fields = text.split("\x1f", 9)
+    assert len(fields) == 10, text
+    matched_in, column, start, end, w0, w1, before, after, count, snippet = fields
+    assert before in ("0", "1") and after in ("0", "1"), text
+    return {"matched_in": matched_in.split(",") if matched_in else [], "column": column, "snippet": snippet,
+            "start": int(start) if start else None, "end": int(end) if end else None,
+            "window": [int(w0), int(w1)], "cut": [before == "1", after == "1"], "match_count": int(count)}
+
+
 def cm(conn, query, max_chars=200, table="m", labels=LABELS, markers=(OPEN, CLOSE, ELL)):
     """cjk_match for every row matching query, as parsed dicts (rowid order).
-    Each is checked against the layout 'array' of the same call: its values, in order."""
+    Each is checked against the layouts 'array' (its values, in order) and 'fields'
+    (its values but "matches") of the same call."""
     sql = (
         f"select rowid, cast(cjk_match({table}, ?, ?, ?, ?, ?) as blob), "
-        f"cast(cjk_match({table}, ?, ?, ?, ?, ?, 100, 'array') as blob) from {table} "
+        f"cast(cjk_match({table}, ?, ?, ?, ?, ?, 100, 'array') as blob), "
+        f"cast(cjk_match({table}, ?, ?, ?, ?, ?, 100, 'fields') as blob) from {table} "
         f"where {table} match ? order by rowid"
     )
     out = []
-    for rowid, raw, raw_array in conn.execute(sql, (labels, max_chars, *markers) * 2 + (query,)):
+    for rowid, raw, raw_array, raw_fields in conn.execute(sql, (labels, max_chars, *markers) * 3 + (query,)):
         text = bytes(raw).decode("utf-8")  # strict: the result must be valid UTF-8
         res = json.loads(text)
         assert json.loads(bytes(raw_array).decode("utf-8")) == list(res.values()), text
+        assert from_fields(bytes(raw_fields).decode("utf-8")) == {k: v for k, v in res.items() if k != "matches"}
         res["rowid"] = rowid
         out.append(res)
     return out
@@ -365,6 +379,18 @@ def test_default_markers_and_arguments(db):
     default = db.execute(whole.format("")).fetchone()[0]
     assert [db.execute(whole.format(f", {v}")).fetchone()[0] for v in ("'object'", "null")] == [default] * 2
     assert json.loads(db.execute(whole.format(", 'array'")).fetchone()[0]) == list(json.loads(default).values())
+    fields = db.execute(whole.format(", 'fields'")).fetchone()[0]
+    assert fields == "\x1f".join(["content", "content", "0", "3", "0", "5", "0", "0", "1", "[大别山]项目"])
+
+
+def test_the_fields_layout_keeps_every_character_of_the_snippet(db):
+    # the separator itself, quotes, backslashes, control characters and a malformed byte
+    text = '大别山\x1f"\\\n\x00'
+    db.execute("insert into m(content) values(cast(? as text) || cast(x'ff' as text))", (text,))
+    (raw,) = db.execute("select cjk_match(m, 'content', 50, '<', '>', '~', 0, 'fields') from m "
+                        "where m match '大别山'").fetchone()
+    assert raw.split("\x1f", 9)[9] == '<大别山>\x1f"\\\n\x00\ufffd'
+    assert from_fields(raw)["window"] == [0, 9] and from_fields(raw)["match_count"] == 1
 
 
 def test_labels(db):
@@ -377,6 +403,13 @@ def test_labels(db):
     assert res["column"] == '"b\\'
     raw = db.execute("select cjk_match(m, null, 10) from m where m match '大别山'").fetchone()[0]
     assert json.loads(raw)["column"] == "1"
+    # in the layout 'fields' a label that could hold the separator is the column's number
+    raw = db.execute("select cjk_match(m, 'content,reason' || char(31) || 'ing', 10, '', '', '', 0, 'fields') "
+                     "from m where m match '大别山'").fetchone()[0]
+    assert from_fields(raw)["matched_in"] == ["1"] and from_fields(raw)["column"] == "1"
+    raw = db.execute("select cjk_match(m, 'content,reasoning', 10, '', '', '', 0, 'fields') "
+                     "from m where m match '大别山'").fetchone()[0]
+    assert from_fields(raw)["matched_in"] == ["reasoning"] and from_fields(raw)["column"] == "reasoning"
 
 
 @pytest.mark.parametrize(
@@ -384,7 +417,8 @@ def test_labels(db):
     ["", ", 'a', 0", ", 'a', -5", ", 'a', 'ten'", ", 'a', x'00'", ", 'a', 10, 'o', 'c', 'e', 'x'",
      ", 'a', 10, 'o', 'c', 'e', -1", ", 'a', 10, 'o', 'c', 'e', 5, 'arr'", ", 'a', 10, 'o', 'c', 'e', 5, 1",
      ", 'a', 10, 'o', 'c', 'e', 5, 'Array'", ", 'a', 10, 'o', 'c', 'e', 5, x'6172726179'",
-     ", 'a', 10, 'o', 'c', 'e', 5, 'array', 6"],
+     ", 'a', 10, 'o', 'c', 'e', 5, 'array', 6", ", 'a', 10, 'o', 'c', 'e', 5, 'Fields'",
+     ", 'a', 10, 'o', 'c', 'e', 5, 'field'"],
 )
 def test_bad_arguments_raise(db, args):
     add(db, "大别山")

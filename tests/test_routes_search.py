@@ -8,6 +8,7 @@ import re
 import sys
 import time
 
+import apsw
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -352,9 +353,9 @@ def test_hit_fields(conn):
 def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     c = corpus.build(ROWS[:6])
 
-    def fake_cjk_match(api, *args):  # the JSON contract of csrc/cjk_aux.h, a window of the row's text
-        assert args[-1] == "array", args  # the layout search.py reads
-        return _aux_json(matches=[[0, 2]])
+    def fake_cjk_match(api, *args):  # the contract of csrc/cjk_aux.h, a window of the row's text
+        assert args[-1] == "fields", args  # the layout search.py reads
+        return _aux_fields()
 
     c.register_fts5_function("cjk_match", fake_cjk_match)  # stands in for the C one
     hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
@@ -366,32 +367,33 @@ def test_cjk_match_output_is_used_on_the_cjk_route_when_available():
     c.close()
 
 
-_GOOD_AUX = {"matched_in": ["content"], "column": "content", "snippet": "部署失败了，…", "start": 0, "end": 2,
-             "window": [0, 6], "cut": [False, True], "matches": [], "match_count": 1}
+_GOOD_AUX = {"matched_in": "content", "column": "content", "start": "0", "end": "2", "window_start": "0",
+             "window_end": "6", "cut_before": "0", "cut_after": "1", "match_count": "1", "snippet": "部署失败了，…"}
 
 
-def _aux_json(**changes):
-    """cjk_match's result in the layout 'array' (the object's values in order), for _GOOD_AUX with ``changes``."""
-    return json.dumps(list({**_GOOD_AUX, **changes}.values()))
+def _aux_fields(**changes):
+    """cjk_match's result in the layout 'fields', for _GOOD_AUX with ``changes``."""
+    return "\x1f".join({**_GOOD_AUX, **changes}.values())
 
 
 @pytest.mark.parametrize("output", [
-    "not json", "[1, 2]", "null", b"{}", 7, "",
-    json.dumps(_GOOD_AUX),  # the object layout
-    json.dumps(list(_GOOD_AUX.values())[:-1]), json.dumps([*_GOOD_AUX.values(), 1]),  # one value short, one over
-    _aux_json() + "x", _aux_json() + "{}",  # something after the value
-    _aux_json(window=[False, 6]),
-    _aux_json(window=[0, 6.0]),
-    _aux_json(window=[0, 6, 9]),
-    _aux_json(window={"0": 0, "6": 6}),
-    _aux_json(window=[6, 0]),
-    _aux_json(cut=[False]),
-    _aux_json(cut={"": 0, "x": 1}),  # no list, though its two keys would read as the cut sides
-    _aux_json(snippet="部署失败了，"),  # the cut side's ellipsis is missing
-    _aux_json(snippet=5),
-    _aux_json(column="reasoning"),  # a column not searched
-    _aux_json(column="tool_name"),  # searched, but not reported
-    _aux_json(matched_in="content"),
+    "not fields", "[1, 2]", b"\x1f" * 9, 7, "", None,
+    json.dumps(list(_GOOD_AUX.values())),  # a JSON layout
+    "\x1f".join(list(_GOOD_AUX.values())[:-1]),  # one field short (the snippet)
+    _aux_fields(window_start="x"),
+    _aux_fields(window_end="6.0"),
+    _aux_fields(window_start="", window_end=""),
+    _aux_fields(window_start="6", window_end="0"),
+    _aux_fields(window_start="-1", window_end="5"),
+    _aux_fields(cut_after="true"),
+    _aux_fields(cut_before="2"),
+    _aux_fields(start="x"),  # a highlight that is no number
+    _aux_fields(start="0", end=""),
+    _aux_fields(snippet="部署失败了，"),  # the cut side's ellipsis is missing
+    _aux_fields(snippet="部署失败了…"),  # one character short of the window
+    _aux_fields(column="reasoning"),  # a column not searched
+    _aux_fields(column="tool_name"),  # searched, but not reported
+    _aux_fields(matched_in="", column=""),
 ])
 def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
     c = corpus.build(ROWS[:6])
@@ -405,7 +407,7 @@ def test_a_cjk_match_output_off_its_contract_gets_a_snippet_built_here(output):
 
 def test_hits_whose_cjk_match_output_is_off_get_snippets_built_here_beside_those_that_use_it():
     c = corpus.build(ROWS[:6])
-    c.register_fts5_function("cjk_match", lambda api, *args: _aux_json() if api.rowid == 1 else "not json")
+    c.register_fts5_function("cjk_match", lambda api, *args: _aux_fields() if api.rowid == 1 else "not fields")
     for sort in ("relevance", "newest", "oldest"):
         hits = {h.message_id: h for h in run_search(c, "部署", live_indexes=ALL, sort=sort)}
         assert sorted(hits) == [1, 5], sort
@@ -415,9 +417,26 @@ def test_hits_whose_cjk_match_output_is_off_get_snippets_built_here_beside_those
     c.close()
 
 
-def test_a_cjk_match_highlight_that_is_no_number_is_left_out():
+def test_a_cjk_match_that_refuses_the_call_leaves_the_snippets_to_python():
+    # an older build of the function, which knows no layout 'fields', is found out before the search
     c = corpus.build(ROWS[:6])
-    c.register_fts5_function("cjk_match", lambda api, *args: _aux_json(start=False))
+
+    def older(api, *args):
+        if args[-1] not in ("object", "array"):
+            raise apsw.SQLError("cjk_match: layout must be 'object' or 'array'")
+        return _aux_fields()
+
+    c.register_fts5_function("cjk_match", older)
+    for sort in ("relevance", "newest"):
+        hits = run_search(c, "部署", live_indexes=ALL, session_id="a", sort=sort)
+        assert [h.message_id for h in hits] == [1]
+        assert hits[0].snippet.startswith("部署失败") and hits[0].snippet != _GOOD_AUX["snippet"]
+    c.close()
+
+
+def test_a_cjk_match_output_without_a_highlight_has_none():
+    c = corpus.build(ROWS[:6])
+    c.register_fts5_function("cjk_match", lambda api, *args: _aux_fields(start="", end=""))
     hits = run_search(c, "部署", live_indexes=ALL, session_id="a")
     assert (hits[0].snippet, hits[0].highlight, hits[0].span) == ("部署失败了，…", None, None)
     c.close()

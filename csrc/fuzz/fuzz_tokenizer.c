@@ -25,9 +25,10 @@
 **           0x08 adds fold_variants 1 (the FTS5 path then uses table tv).
 **   byte 1: bits 0-2 the tokenizer argument set (some fuzzed verbatim, to
 **           fuzz argument parsing); bits 3-4 the cjk_match argument shape
-**           (the last: max_matches from byte 2 in the array layout, the
-**           layout from the argument string, then too few arguments: the
-**           columns run in order, and an error stops the row);
+**           (the third adds the fields layout; the last: max_matches from
+**           byte 2 in the array layout, the layout from the argument
+**           string, then too few arguments: the columns run in order, and
+**           an error stops the row);
 **           0x20 adds unigrams 1 (a colocated unigram per bigram)
 **   bytes 2..3: stop-after count; byte 2 also cjk_match's max_chars
 **   then an optional argument string (up to the first 0xFF byte), used as
@@ -165,13 +166,15 @@ static void throughFts5(const uint8_t *data, const char *zText, size_t nText, co
   static const char *const azSql[2][4] = {
       {"SELECT cjk_match(t, 'a,b', 40), highlight(t, 0, '[', ']') FROM t WHERE t MATCH ?1",
        "SELECT cjk_match(t, ?2, ?3), cjk_rank(t, ?3, ?2), cjk_rank(t) FROM t WHERE t MATCH ?1",
-       ("SELECT cjk_match(t, ?2, ?3, ?4, ?5, ?4), snippet(t, -1, '[', ']', '~', 8) "
+       ("SELECT cjk_match(t, ?2, ?3, ?4, ?5, ?4), cjk_match(t, ?2, ?3, ?4, ?5, ?4, 0, 'fields'), "
+        "snippet(t, -1, '[', ']', '~', 8) "
         "FROM t WHERE t MATCH ?1"),
        ("SELECT cjk_match(t, ?2, ?3, ?4, ?4, ?4, ?3, 'array'), cjk_match(t, ?2, ?3, ?4, ?4, ?4, ?4, ?4), "
         "cjk_match(t) FROM t WHERE t MATCH ?1")},
       {"SELECT cjk_match(tv, 'a,b', 40), highlight(tv, 0, '[', ']') FROM tv WHERE tv MATCH ?1",
        "SELECT cjk_match(tv, ?2, ?3), cjk_rank(tv, ?3, ?2), cjk_rank(tv) FROM tv WHERE tv MATCH ?1",
-       ("SELECT cjk_match(tv, ?2, ?3, ?4, ?5, ?4), snippet(tv, -1, '[', ']', '~', 8) "
+       ("SELECT cjk_match(tv, ?2, ?3, ?4, ?5, ?4), cjk_match(tv, ?2, ?3, ?4, ?5, ?4, 0, 'fields'), "
+        "snippet(tv, -1, '[', ']', '~', 8) "
         "FROM tv WHERE tv MATCH ?1"),
        ("SELECT cjk_match(tv, ?2, ?3, ?4, ?4, ?4, ?3, 'array'), cjk_match(tv, ?2, ?3, ?4, ?4, ?4, ?4, ?4), "
         "cjk_match(tv) FROM tv WHERE tv MATCH ?1")}};
