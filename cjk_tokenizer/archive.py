@@ -83,7 +83,6 @@ from .schema import (
     FTS_INDEXES,
     READABLE_VERSIONS,
     REQUIRED_ROUTES,
-    cjk_unigrams,
     raise_version,
     record_fold_variants,
     user_version,
@@ -697,8 +696,8 @@ class Archive:
         from .search import run_search
 
         with self._lock:
-            return run_search(self._conn, query, live_indexes=self.indexes.live(),
-                              cjk_unigrams=cjk_unigrams(self._conn),
+            live, unigrams = self.indexes.served()
+            return run_search(self._conn, query, live_indexes=live, cjk_unigrams=unigrams,
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
                               cursor=cursor, fold_variants=self.fold_variants, **options)
@@ -712,7 +711,8 @@ class Archive:
         from .search import explain
 
         with self._lock:
-            return explain(query, self.indexes.live(), cjk_unigrams=cjk_unigrams(self._conn),
+            live, unigrams = self.indexes.served()
+            return explain(query, live, cjk_unigrams=unigrams,
                            fold_variants=self.fold_variants, conn=self._conn, **options)
 
     def session_search(self, query: str | None = None, session_id: str | None = None,

@@ -274,7 +274,13 @@ def raise_version(conn, version: int) -> None:
 def cjk_unigrams(conn) -> bool:
     """Does this archive's cjk table index every CJK character (its DDL says so)?"""
     row = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (fts_table("cjk"),)).fetchone()
-    return bool(row and row[0] and CJK_UNIGRAMS in row[0])
+    return unigrams_in(row[0] if row else None)
+
+
+def unigrams_in(ddl: str | None) -> bool:
+    """Does ``ddl``, the cjk table's CREATE statement (None: no table), give it a unigram
+    for every CJK character?"""
+    return bool(ddl and CJK_UNIGRAMS in ddl)
 
 
 def fts_ddl(route: str, *, prefix: bool = False, unigrams: bool = False, fold_variants: bool = False) -> str:

@@ -169,3 +169,32 @@ def test_new_indexes_get_the_build_settings(tmp_path):
             assert all(config[k] == v for k, v in FTS_SETTINGS.items()), (t, config)
         ar.add_message("s", "user", "大别山")
         assert ar.indexes.integrity_check()["cjk"] == "ok"
+
+
+def test_what_a_search_reads_first_follows_the_catalogue(tmp_path):
+    """indexes.served(), read in one statement before each search, is indexes.live() and
+    the cjk table's unigram option, through every change of either."""
+    from cjk_tokenizer.schema import cjk_unigrams
+
+    def both(ar):
+        return ar.indexes.live(), cjk_unigrams(ar.conn)
+
+    path = tmp_path / "served.db"
+    with Archive(path, cjk_unigrams=False, indexes=["cjk", "unicode61", "trigram"]) as ar:
+        ar.add_message("s", "user", "大别山")
+        assert ar.indexes.served() == both(ar) == ({"cjk", "unicode61", "trigram"}, False)
+        ar.indexes.pause("cjk")
+        assert ar.indexes.served() == both(ar) == ({"unicode61", "trigram"}, False)
+        ar.indexes.drop("cjk")
+        assert ar.indexes.served() == both(ar) == ({"unicode61", "trigram"}, False)
+        ar.indexes.add("cjk")
+        ar.indexes.catch_up()
+        assert ar.indexes.served() == both(ar) == ({"cjk", "unicode61", "trigram"}, False)
+    with Archive(path) as ar:  # this one makes a cjk table with unigrams
+        ar.indexes.drop("cjk")
+        ar.indexes.add("cjk")
+        assert ar.indexes.served() == both(ar) == ({"unicode61", "trigram"}, True)  # not caught up yet
+        ar.indexes.catch_up()
+        assert ar.indexes.served() == both(ar) == ({"cjk", "unicode61", "trigram"}, True)
+    with Archive(path, extension=False) as ar:  # no tokenizer here for cjk: not served
+        assert ar.indexes.served() == both(ar) == ({"unicode61", "trigram"}, True)
