@@ -148,10 +148,26 @@ def column_filter(columns) -> str:
     return "{" + " ".join(columns) + "}"
 
 
+class _Bound:
+    """Stands in a lookup's parameters for an end of its rowid range (Plan.where fills it in)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# An index lookup reads the rowids between these two: every rowid (where()'s
+# default), or the stretch of messages a newest/oldest walk reads next, so that
+# it does not read a frequent term's whole doclist into a list for one page.
+LOOKUP_LO, LOOKUP_HI = _Bound("LOOKUP_LO"), _Bound("LOOKUP_HI")
+
+
 def _in_fts(route: str, columns, expr: str) -> Fragment:
     t = table(route)
-    return Fragment(f"m.id IN (SELECT rowid FROM {t} WHERE {t} MATCH ?)", (f"{column_filter(columns)} : ({expr})",),
-                    lookup=True)
+    return Fragment(f"m.id IN (SELECT rowid FROM {t} WHERE {t} MATCH ? AND rowid BETWEEN ? AND ?)",
+                    (f"{column_filter(columns)} : ({expr})", LOOKUP_LO, LOOKUP_HI), lookup=True)
 
 
 def _verify(term: Term, columns) -> Fragment:

@@ -57,6 +57,8 @@ from .compiler import (
     ROUTES,
     TRIGRAM_MIN,
     TRIGRAM_SPELLINGS,
+    LOOKUP_HI,
+    LOOKUP_LO,
     Cost,
     Fragment,
     TermSql,
@@ -67,6 +69,8 @@ from .compiler import (
 )
 from .errors import QueryError
 from .query import And, Not, Or, Term, has_positive, negative_terms, positive_terms, terms
+
+_MIN_ROWID, _MAX_ROWID = -(2**63), 2**63 - 1  # SQLite's
 
 
 @dataclass
@@ -109,9 +113,15 @@ class Plan:
             return frozenset()
         return frozenset().union(*(f.functions for f in self.forms.values()))
 
-    def where(self) -> Fragment:
-        """The whole query as one boolean SQL expression over messages m (see ``predicate``)."""
-        return predicate(self.node, self.forms)
+    def where(self, window: tuple[int, int] | None = None) -> Fragment:
+        """The whole query as one boolean SQL expression over messages m (see ``predicate``).
+
+        ``window`` (lo, hi): its index lookups read only the rowids from lo to hi, for a
+        statement that reads no other messages (the default: every rowid)."""
+        frag = predicate(self.node, self.forms)
+        lo, hi = window or (_MIN_ROWID, _MAX_ROWID)
+        params = tuple(lo if x is LOOKUP_LO else hi if x is LOOKUP_HI else x for x in frag.params)
+        return Fragment(frag.sql, params, frag.functions, frag.lookup)
 
     def explain(self, rank: str = "bm25") -> dict:
         """The plan in words; ``rank`` names the FTS5 ranking function its SQL calls

@@ -18,8 +18,9 @@ newest      message id descending, oldest: ascending.  Ids are rowids, which
             grow with every append, so this is arrival order; an fts plan
             walks the FTS index in rowid order and stops after ``limit`` hits
             instead of scoring every match (a combined plan walks messages by
-            id the same way).  An import of old messages after new ones gets
-            higher ids; ``timestamp`` is not consulted.
+            id the same way, in stretches of ids: WALK_FIRST).  An import of
+            old messages after new ones gets higher ids; ``timestamp`` is not
+            consulted.
 (How each plan ranks: router.py.)
 
 Bounded relevance: scoring costs in proportion to the matches, so when the
@@ -90,7 +91,7 @@ sql            the statements that find the hits, in the order they run:
                each ``{"sql", "params", "literal"}``, ``literal`` being the
                statement with its parameters written in (paste it into the
                sqlite3 shell).  Their rows, concatenated, are the hits in
-               order: ``(message id, cjk_match JSON or NULL, rank or NULL)``,
+               order: ``(message id, cjk_match fields or NULL, rank or NULL)``,
                and where they call cjk_match, the hit's session id, role,
                timestamp and session title after those.  Usually one
                statement; a relevance page that straddles ``rank_floor``
@@ -98,7 +99,11 @@ sql            the statements that find the hits, in the order they run:
                score MATCH (the scored rows, then the others; the second
                does not run when the first fills the page).  Elsewhere
                the snippets, titles and the other hit fields are then read
-               by id.
+               by id.  A walk by id (``walk``) lists its first stretch's
+               statement, asking for ``offset + limit`` rows.
+walk           a combined plan sorted by id: how it walks the messages in
+               stretches (WALK_FIRST); the next stretches' statements differ
+               from the first only in their ids and LIMIT.
 sql_functions  the Python functions those statements call (above): present
                on connections ``run_search`` has used, or after
                ``ensure_functions(conn)``; the sqlite3 shell has none of them,
@@ -140,6 +145,14 @@ RELEVANCE_BOUND = 5_000
 # within the noise of a run, and below that the walk over the page's rowid
 # range is the shorter (bench/RESULTS.md, section "page", sweeps the bound).
 SEEK_MIN_BOUND = 2_000
+# A combined plan sorted by id walks messages in stretches of ids, newest
+# (or oldest) first: WALK_FIRST ids, then WALK_GROWTH times as many each time,
+# until the page is full.  Each statement's index lookups read only the rowids
+# of its stretch, so a frequent term's page reads a short stretch of its
+# doclist, not all of it into a list; a rare term's walk of every message takes
+# a few statements more than one would.
+WALK_FIRST = 2_000
+WALK_GROWTH = 8
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
 AUX_FUNCTION = "cjk_match"
@@ -479,9 +492,18 @@ def _fts_statement(p: Plan, sort: str, bounds: tuple[str, tuple], filters: tuple
     return Statement(sql, (*rparams, *xparams, p.match))
 
 
+def _walks(p: Plan, sort: str) -> bool:
+    """Does ``p`` sorted by ``sort`` walk messages by id (in stretches: _walk)?"""
+    return p.kind != "fts" and (sort != "relevance" or not p.score_match)
+
+
 def _combined_statements(p: Plan, sort: str, after: tuple[str, tuple], filters: tuple[str, tuple],
-                         floor: int | None, limit: int, offset: int, rank: str = "bm25") -> list[Statement]:
+                         floor: int | None, limit: int, offset: int, rank: str = "bm25",
+                         window: tuple[int, int] | None = None) -> list[Statement]:
     """The plan's boolean expression over messages, ranked by its score MATCH (if any).
+
+    Walked by id (_walks), the statement reads the messages with ids in ``window``
+    (lo, hi) only, if given, and so do its index lookups.
 
     By relevance with a score MATCH the rows it scores come first, by score,
     then the other matches newest first (a score is below zero, and a row
@@ -490,13 +512,14 @@ def _combined_statements(p: Plan, sort: str, after: tuple[str, tuple], filters: 
     others, whose LIMIT and OFFSET count the first statement's rows and reach
     0 when the page is full, so that the rest of the messages is not walked
     (the expression may call a Python check on every row it meets there)."""
-    cond = p.where()
+    cond = p.where(window)
     (csql, cparams), (fsql, fparams) = after, filters
     where, wparams = f"{cond.sql}{csql}{fsql}", (*cond.params, *cparams, *fparams)
-    if sort != "relevance" or not p.score_match:
+    if _walks(p, sort):
         order = "m.id ASC" if sort == "oldest" else "m.id DESC"
-        return [Statement(f"SELECT m.id, NULL, NULL FROM {MESSAGES} m WHERE {where} ORDER BY {order} "
-                          f"{_page(limit, offset)}", wparams)]
+        span, sparams = (" AND m.id BETWEEN ? AND ?", tuple(window)) if window else ("", ())
+        return [Statement(f"SELECT m.id, NULL, NULL FROM {MESSAGES} m WHERE {where}{span} ORDER BY {order} "
+                          f"{_page(limit, offset)}", (*wparams, *sparams))]
     st = table(p.score_route)
     above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
     sparams = (p.score_match, *aparams)
@@ -515,11 +538,11 @@ def _combined_statements(p: Plan, sort: str, after: tuple[str, tuple], filters: 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,
                   snippet_chars: int = SNIPPET_CHARS, offset: int = 0, last: int | None = None,
                   floor: int | None = None, bound: int = 0, few: bool = False, rank: str = "bm25",
-                  seek_hits: bool = False) -> list[Statement]:
+                  seek_hits: bool = False, window: tuple[int, int] | None = None) -> list[Statement]:
     """The statements that find the plan's hits, best first.
 
     Run in order, their rows concatenated are the hits as ``(message id,
-    cjk_match JSON or NULL, rank or NULL)``; on an fts plan ``cjk_match``
+    cjk_match fields or NULL, rank or NULL)``; on an fts plan ``cjk_match``
     runs (when ``aux`` is true) for the returned rows only (_fts_statement
     says how), and then the rows go on with the hit's session id, role,
     timestamp and session title.  Ties in bm25 go newest first.  ``offset`` rows are
@@ -530,11 +553,12 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
     on an fts plan that is two statements when a page holds some of each
     (a combined plan ranked by a score MATCH has two always:
     _combined_statements).  ``rank`` is the FTS5 ranking function
-    (rank_function); ``seek_hits``: see _seeks_hits.
+    (rank_function); ``seek_hits``: see _seeks_hits.  ``window``: the stretch of
+    message ids a walk by id reads (_combined_statements).
     """
     if p.kind != "fts":
         return _combined_statements(p, sort, _after_cursor(sort, last, "m.id"), filters, floor, limit, offset,
-                                     rank)
+                                     rank, window)
     t = table(p.fts_route)
     if sort == "relevance" and floor is not None:
         ranked = min(limit, bound - offset) if offset < bound else 0  # rows this page takes above the floor
@@ -686,7 +710,52 @@ class _Prepared:
     floor: int | None  # relevance_scope's floor
     aux: bool  # the statements call cjk_match (the hits' snippets come with them)
     rank: str  # the FTS5 ranking function (rank_function)
-    statements: list
+    statements: list  # a walk's: those of its first stretch
+    walk: "_Walk | None" = None
+
+
+@dataclass
+class _Walk:
+    """A walk of the messages by id, in stretches (WALK_FIRST): the ids from ``lo`` to
+    ``hi`` it may read, its direction, and the statement of one stretch (``window``,
+    the rows still wanted)."""
+
+    lo: int
+    hi: int
+    descending: bool
+    statement: Any  # (window, limit) -> Statement
+
+    def windows(self) -> Iterable[tuple[int, int]]:
+        size, lo, hi = WALK_FIRST, self.lo, self.hi
+        while lo <= hi:
+            if self.descending:
+                window = (max(lo, hi - size + 1), hi)
+                hi = window[0] - 1
+            else:
+                window = (lo, min(hi, lo + size - 1))
+                lo = window[1] + 1
+            yield window
+            size *= WALK_GROWTH
+
+    def describe(self) -> str:
+        first = next(iter(self.windows()), None)
+        where = f"ids {first[0]:,} to {first[1]:,} first" if first else "no message to read"
+        return (f"{'newest' if self.descending else 'oldest'} first, messages by id in stretches ({where}; "
+                f"each next one {WALK_GROWTH}x as long) until the page is full; each stretch's index "
+                "lookups read only its rowids")
+
+
+def _walk(conn, p: Plan, sort: str, last: int | None, statement) -> _Walk:
+    """The walk by id of ``p`` (_walks), from the newest (oldest) message, or right after
+    the cursor's ``last``."""
+    # two subqueries: SQLite reads one end of the rowid b-tree for a lone min() or max()
+    lo, hi = conn.execute(f"SELECT (SELECT min(id) FROM {MESSAGES}), (SELECT max(id) FROM {MESSAGES})").fetchone()
+    if lo is None:
+        lo, hi = 1, 0
+    descending = sort != "oldest"
+    if last is not None:
+        hi, lo = (min(hi, last - 1), lo) if descending else (hi, max(lo, last + 1))
+    return _Walk(lo, hi, descending, statement)
 
 
 def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=None, session_id=None, after=None,
@@ -708,6 +777,13 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
     rank = _plan_rank(conn, p, state)  # explain names it whatever the sort
     seek_hits = aux and floor is not None and _seeks_hits(conn, p, bound)
+    if _walks(p, sort):
+        # each stretch asks for the rows still wanted, the offset included (run_search skips it)
+        walk = _walk(conn, p, sort, last, lambda window, n: id_statements(
+            p, sort=sort, limit=n, filters=filters, offset=0, last=last, rank=rank, window=window)[0])
+        first = next(iter(walk.windows()), None)
+        statements = [] if first is None else [walk.statement(first, offset + limit)]
+        return _Prepared(p, sort, offset, bound, floor, aux, rank, statements, walk)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
                                offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank,
                                seek_hits=seek_hits)
@@ -734,7 +810,15 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     out.ranked_among = None if prep.floor is None else prep.bound
     with checking(p.node):  # a big row is read once for all the query's terms
         found = []
-        for st in prep.statements:
+        if prep.walk is not None:
+            wanted = prep.offset + limit
+            for window in prep.walk.windows():
+                st = prep.walk.statement(window, wanted - len(found))
+                found += conn.execute(st.sql, st.params).fetchall()
+                if len(found) >= wanted:
+                    break
+            found = found[prep.offset:]
+        for st in prep.statements if prep.walk is None else ():
             if len(found) >= limit:  # the page is full: the statements' LIMITs add up to at most ``limit``
                 break
             found += conn.execute(st.sql, st.params).fetchall()
@@ -796,6 +880,8 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
                              "first; relevance_bound=None scores every match")
     if sql:
         out["sql"] = [st.as_dict() for st in prep.statements]
+        if prep.walk is not None:
+            out["walk"] = prep.walk.describe()
         out["sql_functions"] = sorted(p.functions)
         if prep.floor is not None:
             out["rank_floor"] = prep.floor

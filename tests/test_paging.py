@@ -157,3 +157,60 @@ def test_cli_prints_the_next_cursor_and_follows_it(tmp_path):
     assert "message 3 " in out.stdout and "message 2 " in out.stdout and "message 5 " not in out.stdout
     out = run("--offset", "4")
     assert "message 1 " in out.stdout and "next page" not in out.stderr
+
+
+@pytest.mark.parametrize("first,growth", [(1, 2), (5, 3)])
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+@pytest.mark.parametrize("query", ["部署", "deploy", "部署 OR deploy", "部署 -deploy", "大别山", "-deploy", "没有这个"])
+def test_a_walk_in_short_stretches_finds_what_one_stretch_finds(archive, monkeypatch, first, growth, sort, query):
+    """Without the cjk index a newest/oldest search walks messages by id in stretches
+    (search.WALK_FIRST ids, then WALK_GROWTH times as many each time); the 60 messages
+    here fit the first of the default size.  Short ones cut every page somewhere."""
+    from cjk_tokenizer import search as search_mod
+
+    whole = _ids(archive.search(query, sort=sort, limit=1000))
+    monkeypatch.setattr(search_mod, "WALK_FIRST", first)
+    monkeypatch.setattr(search_mod, "WALK_GROWTH", growth)
+    assert _ids(archive.search(query, sort=sort, limit=1000)) == whole
+    for limit, offset in [(1, 0), (3, 2), (7, 10), (4, len(whole))]:
+        assert _ids(archive.search(query, sort=sort, limit=limit, offset=offset)) == whole[offset:offset + limit]
+    seen, cursor = [], None
+    while True:
+        page = archive.search(query, sort=sort, limit=4, cursor=cursor)
+        seen += _ids(page)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert seen == whole
+
+
+def test_a_frequent_term_s_newest_page_reads_one_short_stretch(tmp_path, monkeypatch):
+    """The index lookups of a walk's stretch read only that stretch's rowids, and a page
+    that fills there runs no other: a frequent word's page without the cjk index does
+    not read its whole doclist."""
+    from cjk_tokenizer import search as search_mod
+
+    path = tmp_path / "w.db"
+    with Archive(path) as ar:
+        for i in range(60):
+            ar.add_message(f"s{i % 7}", "user", TEXTS[i % len(TEXTS)], timestamp=1000.0 + i)
+    monkeypatch.setattr(search_mod, "WALK_FIRST", 10)
+    with Archive(path, extension=False) as ar:
+        explained = ar.explain("deploy", sort="newest", limit=3, sql=True)
+        (st,) = explained["sql"]
+        assert "ids 51 to 60 first" in explained["walk"]
+        assert st["params"][1:3] == [51, 60] and st["params"][-2:] == [51, 60]  # the lookup's rowids, the walk's ids
+        ran = []
+        ar.conn.exec_trace = lambda cursor, sql, bindings: ran.append((sql, bindings)) or True
+        hits = ar.search("deploy", sort="newest", limit=3)
+        ar.conn.exec_trace = None
+        assert [h.message_id for h in hits] == [60, 58, 56]
+        walked = [b for sql, b in ran if "m.id BETWEEN" in sql]
+        assert len(walked) == 1 and list(walked[0])[-2:] == [51, 60]
+        # a page the first stretch does not fill goes on to the next, 8 times as long
+        ran.clear()
+        ar.conn.exec_trace = lambda cursor, sql, bindings: ran.append((sql, bindings)) or True
+        hits = ar.search("大别山", sort="newest", limit=3)
+        ar.conn.exec_trace = None
+        assert [h.message_id for h in hits] == [56, 50, 44]
+        assert [list(b)[-2:] for sql, b in ran if "m.id BETWEEN" in sql] == [[51, 60], [1, 50]]
