@@ -70,7 +70,7 @@ from .compiler import (
 from .errors import QueryError
 from .query import And, Not, Or, Term, has_positive, negative_terms, positive_terms, terms
 
-_MIN_ROWID, _MAX_ROWID = -(2**63), 2**63 - 1  # SQLite's
+MIN_ROWID, MAX_ROWID = -(2**63), 2**63 - 1  # SQLite's
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Plan:
         ``window`` (lo, hi): its index lookups read only the rowids from lo to hi, for a
         statement that reads no other messages (the default: every rowid)."""
         frag = predicate(self.node, self.forms)
-        lo, hi = window or (_MIN_ROWID, _MAX_ROWID)
+        lo, hi = window or (MIN_ROWID, MAX_ROWID)
         params = tuple(lo if x is LOOKUP_LO else hi if x is LOOKUP_HI else x for x in frag.params)
         return Fragment(frag.sql, params, frag.functions, frag.lookup)
 

@@ -127,7 +127,7 @@ from .errors import QueryError, TimeValueError
 from .evaluate import all_matches, checking, matched_terms, sql_term_match
 from .indexing import fts_segments
 from .query import parse
-from .router import Plan, plan as make_plan
+from .router import MAX_ROWID, Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
 from .snippet import ELLIPSIS, choose, placed
 from .timeutil import epoch_seconds
@@ -523,16 +523,19 @@ def _combined_statements(p: Plan, sort: str, after: tuple[str, tuple], filters: 
     st = table(p.score_route)
     above, aparams = ("", ()) if floor is None else (" AND rowid > ?", (floor,))
     sparams = (p.score_match, *aparams)
+    # on the scored rows, all above the floor, the lookups need read no rowid below it
+    high = cond if floor is None else p.where((floor + 1, MAX_ROWID))
+    hwhere, hparams = f"{high.sql}{csql}{fsql}", (*high.params, *cparams, *fparams)
     scored = (f"WITH sc(id, score) AS MATERIALIZED (SELECT rowid, {rank}({st}, {_weights()}) FROM {st} "
               f"WHERE {st} MATCH ?{above}) SELECT m.id, NULL, sc.score FROM sc JOIN {MESSAGES} m ON m.id = sc.id "
-              f"WHERE {where} ORDER BY sc.score, m.id DESC {_page(limit, offset)}")
+              f"WHERE {hwhere} ORDER BY sc.score, m.id DESC {_page(limit, offset)}")
     n = "(SELECT k FROM n)"  # how many scored rows match
     rest = (f"WITH sc(id) AS MATERIALIZED (SELECT rowid FROM {st} WHERE {st} MATCH ?{above}), "
-            f"n(k) AS MATERIALIZED (SELECT count(*) FROM sc JOIN {MESSAGES} m ON m.id = sc.id WHERE {where}) "
+            f"n(k) AS MATERIALIZED (SELECT count(*) FROM sc JOIN {MESSAGES} m ON m.id = sc.id WHERE {hwhere}) "
             f"SELECT m.id, NULL, NULL FROM {MESSAGES} m WHERE m.id NOT IN (SELECT id FROM sc) AND {where} "
             f"ORDER BY m.id DESC LIMIT max(0, {int(limit)} - max(0, {n} - {int(offset)})) "
             f"OFFSET max(0, {int(offset)} - {n})")
-    return [Statement(scored, (*sparams, *wparams)), Statement(rest, (*sparams, *wparams, *wparams))]
+    return [Statement(scored, (*sparams, *hparams)), Statement(rest, (*sparams, *hparams, *wparams))]
 
 
 def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple], aux: bool = False,

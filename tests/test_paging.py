@@ -214,3 +214,26 @@ def test_a_frequent_term_s_newest_page_reads_one_short_stretch(tmp_path, monkeyp
         ar.conn.exec_trace = None
         assert [h.message_id for h in hits] == [56, 50, 44]
         assert [list(b)[-2:] for sql, b in ran if "m.id BETWEEN" in sql] == [[51, 60], [1, 50]]
+
+
+@pytest.mark.parametrize("bound", [1, 2, 3, 4, 5, 13, None])
+@pytest.mark.parametrize("query", ["deploy", "部署 OR deploy", "deploy -大别山", "大别山"])
+def test_bounded_relevance_reads_lookups_above_the_floor_only_and_finds_the_same(archive, monkeypatch, bound, query):
+    """On the rows it scores, all above the floor, a combined plan's lookups read only
+    the rowids above it: the pages are those of lookups over every rowid."""
+    from cjk_tokenizer.router import MAX_ROWID, MIN_ROWID, Plan
+
+    def pages():
+        return [(_ids(p), p.ranked_among) for p in (archive.search(query, limit=6, offset=o, relevance_bound=bound)
+                                                    for o in range(0, 66, 6))]
+
+    got = pages()
+    explained = archive.explain(query, limit=6, relevance_bound=bound, sql=True)
+    if explained["plan"] == "combined" and explained.get("rank_floor") is not None:
+        floor, scored = explained["rank_floor"], explained["sql"][0]["params"]
+        bounds = list(zip(scored, scored[1:]))  # each lookup's rowid range: two parameters in a row
+        assert (floor + 1, MAX_ROWID) in bounds and (MIN_ROWID, MAX_ROWID) not in bounds
+    whole = Plan.where
+    monkeypatch.setattr(Plan, "where", lambda self, window=None: whole(self))  # every rowid
+    assert got == pages()
+    assert sum(len(ids) for ids, _ in got) == len(archive.search(query, sort="newest", limit=1000))
