@@ -142,8 +142,10 @@ def measure(path, needles, runs):
     return rows
 
 
-def fmt(cmd, info, corpus, rows, runs):
+def fmt(cmd, info, corpus, rows, runs, loops=None):
     L = [*fmt_setup(info, cmd).splitlines(),
+         *([f"Speed: a Python loop of 10^6 additions takes {loops[0]:.0f} / {loops[1]:.0f} ms at start/end "
+            "(`bench_index.loop_ms`: compare runs by it)  "] if loops else []),
          f"Corpus: {corpus}. The default archive (cjk and unicode61 indexes, no trigram), opened with "
          "`extension=False` and as usual. Each call: one warm-up run, up to "
          f"{runs} timed runs within about a second (2 for a call over 0.5 s, 1 over 3 s). `Archive.search`, top "
@@ -218,10 +220,12 @@ def main(argv=None):
     path = os.path.join(work, "fallback.db")
     built = bench_lean.build(jsonl, path, {})
     runs = 3 if a.smoke else a.runs
+    loop0 = bench_index.loop_ms()
     rows = measure(path, needles, runs)
+    loops = (loop0, bench_index.loop_ms())
     cmd = bench_lean.command("bench_fallback.py", argv, jsonl)
     corpus = bench_lean.corpus_line(jsonl, built)
-    body = fmt(cmd, bench_index.machine_info(), corpus, rows, runs)
+    body = fmt(cmd, bench_index.machine_info(), corpus, rows, runs, loops)
     print(body)
     if a.smoke:
         kinds = {(r["kind"], r["sort"], r["route"]) for r in rows}
