@@ -277,8 +277,8 @@ def ensure_functions(conn) -> dict:
 def _aux_available(conn, state) -> bool:
     # The call _aux_call writes, run on a row, so that a cjk_match that takes other
     # arguments (an older build) fails here, not in a search; on an empty table
-    # nothing runs, so only a call that ran is remembered.  None is remembered
-    # on failure: the extension or the cjk table may come later.
+    # nothing runs, so only a call that ran is remembered.  A failure is not
+    # remembered: the extension or the cjk table may come later.
     if not state["aux"]:
         t = table("cjk")
         call, params = _aux_call(SNIPPET_CHARS)
