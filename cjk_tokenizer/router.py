@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 from .compiler import (
     BM25_WEIGHTS,
     FTS_ROUTES,
+    LOOKUP_HI,
+    LOOKUP_LO,
     ROUTES,
     TRIGRAM_MIN,
     TRIGRAM_SPELLINGS,
-    LOOKUP_HI,
-    LOOKUP_LO,
     Cost,
     Fragment,
     TermSql,
