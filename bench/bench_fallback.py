@@ -17,6 +17,8 @@ CJK text:
     newest first: it has no index to score with);
   * the LIKE scan newest first over the same columns, the baseline;
   * ``Archive.search`` with the extension (the cjk index), for scale;
+  * for Latin words newest first, the search with first stretches of several
+    sizes (search.WALK_FIRST's choice);
   * for one needle, the scan's walk as one statement (search.WALK_FIRST: a
     search walks messages in stretches of ids) with its selector test as a
     GLOB alone, which reads every row character by character; for one Latin
@@ -67,15 +69,23 @@ def katakana_word(ar):
     return min(counts)[1] if counts else None
 
 
-def whole_walk(bare, term):
-    """The statement of a newest-first search as one stretch over every message (an explained dict):
-    the search walks messages in stretches of ids (search.WALK_FIRST), each reading only its own."""
+SWEEP = (500, 2_000, 10_000, 50_000)  # first stretches tried beside search.WALK_FIRST's default
+
+
+def with_first(first, fn):
+    """``fn()`` with search.WALK_FIRST set to ``first`` (the search walks messages in stretches of ids,
+    each reading only its own)."""
     saved = search.WALK_FIRST
-    search.WALK_FIRST = 2**62
+    search.WALK_FIRST = first
     try:
-        return bare.explain(term, sort="newest", limit=20, sql=True)["sql"][0]
+        return fn()
     finally:
         search.WALK_FIRST = saved
+
+
+def whole_walk(bare, term):
+    """The statement of a newest-first search as one stretch over every message (an explained dict)."""
+    return with_first(2**62, lambda: bare.explain(term, sort="newest", limit=20, sql=True)["sql"][0])
 
 
 def glob_alone(st):
@@ -147,6 +157,13 @@ def measure(path, needles, runs):
                     sql, params = one_statement(bare.explain(term, limit=20, sql=True))
                     row["one"] = shape_cell(bare.conn, sql, params, _ids(got), f"one statement for {term!r}", runs)
                     one_done = True
+                if sort == "newest" and route != "scan":  # the first stretch's size, by measurement
+                    row["sweep"] = {}
+                    for first in SWEEP:
+                        row["sweep"][first], other = with_first(
+                            first, lambda: cell(lambda: bare.search(term, sort=sort, limit=20), runs))
+                        if _ids(other) != _ids(got):
+                            raise SystemExit(f"a first stretch of {first} finds other rows for {term!r}")
                 if sort == "newest" and route != "scan" and not whole_done:
                     st = whole_walk(bare, term)
                     row["whole"] = shape_cell(bare.conn, st["sql"], tuple(st["params"]), _ids(got),
@@ -189,6 +206,16 @@ def fmt(cmd, info, corpus, rows, runs, loops=None):
         L.append(f"| {r['term']} | {r['kind']} | {r['sort']} | {r['route']} | {r['n']} | "
                  f"{ms(s['p50'])} / {ms(s['p95'])} | {ms(lk['p50'])} / {ms(lk['p95'])} | {ratio} | "
                  f"{ms(ix['p50'])} / {ms(ix['p95'])} |")
+    sweep = [r for r in rows if "sweep" in r]
+    if sweep:
+        L += ["", f"Choosing `search.WALK_FIRST` (default {search.WALK_FIRST:,}; each next stretch "
+              f"{search.WALK_GROWTH}× as long): newest first without the extension, top 20, ms p50 / p95, by the "
+              "first stretch's ids:", "",
+              "| term | " + " | ".join(f"{f:,}" for f in SWEEP) + " |",
+              "|---|" + "---:|" * len(SWEEP)]
+        for r in sweep:
+            L.append(f"| {r['term']} | " + " | ".join(f"{ms(r['sweep'][f]['p50'])} / {ms(r['sweep'][f]['p95'])}"
+                                                     for f in SWEEP) + " |")
     L += ["", _reading(rows)]
     return "\n".join(L) + "\n"
 
