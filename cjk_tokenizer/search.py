@@ -150,7 +150,8 @@ SEEK_MIN_BOUND = 2_000
 # until the page is full.  Each statement's index lookups read only the rowids
 # of its stretch, so a frequent term's page reads a short stretch of its
 # doclist, not all of it into a list; a rare term's walk of every message takes
-# a few statements more than one would.
+# a few statements more than one would (bench/RESULTS.md, section "fallback",
+# sweeps the first stretch: a longer one costs a frequent word more).
 WALK_FIRST = 2_000
 WALK_GROWTH = 8
 SNIPPET_CHARS = 160
