@@ -816,16 +816,18 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         found = []
         if prep.walk is not None:
             wanted = prep.offset + limit
-            for window in prep.walk.windows():
-                st = prep.walk.statement(window, wanted - len(found))
+            for i, window in enumerate(prep.walk.windows()):
+                # the first stretch's statement is the one _prepare wrote (nothing found yet)
+                st = prep.statements[0] if i == 0 else prep.walk.statement(window, wanted - len(found))
                 found += conn.execute(st.sql, st.params).fetchall()
                 if len(found) >= wanted:
                     break
             found = found[prep.offset:]
-        for st in prep.statements if prep.walk is None else ():
-            if len(found) >= limit:  # the page is full: the statements' LIMITs add up to at most ``limit``
-                break
-            found += conn.execute(st.sql, st.params).fetchall()
+        else:
+            for st in prep.statements:
+                if len(found) >= limit:  # the page is full: the statements' LIMITs add up to at most ``limit``
+                    break
+                found += conn.execute(st.sql, st.params).fetchall()
         ids = [row[0] for row in found]
         if prep.sort != "relevance" and len(ids) == limit:
             out.next_cursor = f"{prep.sort}:{ids[-1]}"
