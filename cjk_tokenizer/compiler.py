@@ -26,15 +26,15 @@ unicode61  terms made only of words.  Each is the phrase as typed plus its
            full-width spelling (unicode61 does not fold widths).  unicode61
            sees ``修改youer服务`` as one token, so words glued to CJK text are
            looked up in the trigram index (the word as normalized and as
-           typed, all ASCII or all full-width) and checked in Python.  Gaps
-           flagged (exact=False, only ever misses): glued words when trigram
-           is not live, or when every word of the term has under 3
-           characters.  Not flagged: an occurrence unicode61 does not see as
-           the word (glued to CJK, or mixing full-width and ASCII letters)
-           that is spelled neither like the query nor in uniform width with
-           accents removed: ``ｙouer``, ``修改cafè服务`` for cafe.  For a
-           negated term the router closes the flagged gaps (``exhaustive``):
-           there a miss would be a false hit.
+           typed, all ASCII or all full-width) and checked in Python.  Where
+           trigram cannot look the term up (not live, or every word under 3
+           characters), every non-ASCII row unicode61 did not find is checked
+           in Python instead: slow, but an index added never loses a match.
+           The one gap: with the trigram lookup, an occurrence unicode61
+           does not see as the word (glued to CJK, or mixing full-width and
+           ASCII letters) that is spelled neither like the query nor in
+           uniform width with accents removed: ``ｙouer``, ``修改cafè服务``
+           for cafe.
 trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
            (half-width, decomposed voiced marks; Han variants on an archive
            that folds them) of the run, or of its longest
@@ -119,7 +119,6 @@ class TermSql:
     rank_match: str | None  # FTS5 expression on ``route`` that can rank the term (None: scan)
     cost: Cost
     functions: frozenset  # Python SQL functions ``sql`` calls
-    exact: bool  # no documented gap (see the route notes above)
     how: str  # for explain()
 
     @property
@@ -132,8 +131,8 @@ class TermSql:
         return Fragment(self.sql, self.params, self.functions, self.cost == Cost.INDEX)
 
 
-def _term(route: str, frag: Fragment, *, match=None, rank_match=None, cost: Cost, exact=True, how: str) -> TermSql:
-    return TermSql(route, frag.sql, frag.params, match, rank_match, cost, frag.functions, exact, how)
+def _term(route: str, frag: Fragment, *, match=None, rank_match=None, cost: Cost, how: str) -> TermSql:
+    return TermSql(route, frag.sql, frag.params, match, rank_match, cost, frag.functions, how)
 
 
 def table(route: str) -> str:
@@ -364,7 +363,7 @@ def _word_lookup(unit) -> str | None:
     return "(" + " OR ".join(phrase(s) for s in forms) + ")"
 
 
-def unicode61_term(term: Term, columns, *, trigram: bool = False, exhaustive: bool = False, **_) -> TermSql | None:
+def unicode61_term(term: Term, columns, *, trigram: bool = False, **_) -> TermSql | None:
     if not term.words_only:
         return None
     expr = unicode61_expr(term)
@@ -374,13 +373,11 @@ def unicode61_term(term: Term, columns, *, trigram: bool = False, exhaustive: bo
     if usable:
         narrow, cost = _in_fts("trigram", columns, " AND ".join(usable)), Cost.CHECKED
         how = f"{expr}, plus trigram {' AND '.join(usable)} checked in Python for words glued to CJK text"
-    elif exhaustive:
+    else:  # nothing narrows the glued occurrences down: every row that may hide one is checked
+        why = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
         narrow, cost = None, Cost.SCAN
-        how = f"{expr}, plus a Python check of every row with non-ASCII text (for words glued to CJK text)"
-    else:
-        gap = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
-        return _term("unicode61", found, match=expr, rank_match=expr, cost=Cost.INDEX, exact=False,
-                     how=f"{expr}; not found where glued to CJK text ({gap})")
+        how = (f"{expr}, plus a Python check of every row with non-ASCII text for words glued to CJK text "
+               f"({why})")
     # Rows unicode61 already found are skipped before the Python check (SQLite's
     # OR optimization may evaluate each branch on its own).
     not_found = Fragment(f"NOT {found.sql}", found.params)
@@ -455,18 +452,15 @@ COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_te
 
 
 def compile_term(route: str, term: Term, columns, *, trigram: bool = False, words: bool = False,
-                 exhaustive: bool = False, unigrams: bool = False) -> TermSql | None:
+                 unigrams: bool = False) -> TermSql | None:
     """The term on ``route``, or None if the route cannot express it.
 
     ``trigram``: the trigram index may help (unicode61's glued words, scan's
     prefilter); pass True only when it is live.  ``words``: so may the
-    unicode61 index (scan's prefilter for words).  ``exhaustive``: close
-    unicode61's gap (glued words) by checking every non-ASCII row in Python;
-    the router asks for it for negated terms, where a gap would let excluded
-    messages through.  ``unigrams``: the cjk index has a unigram for every
-    CJK character (schema.CJK_UNIGRAMS).
+    unicode61 index (scan's prefilter for words).  ``unigrams``: the cjk index
+    has a unigram for every CJK character (schema.CJK_UNIGRAMS).
     """
-    return COMPILERS[route](term, columns, trigram=trigram, words=words, exhaustive=exhaustive, unigrams=unigrams)
+    return COMPILERS[route](term, columns, trigram=trigram, words=words, unigrams=unigrams)
 
 
 __all__ = [

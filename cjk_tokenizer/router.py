@@ -30,12 +30,10 @@ CJK mixed with words           cjk: one phrase                 scan: Python chec
 
 The cjk route checks in Python only terms with a one-character CJK unit after
 another unit (``abc别``).  Without the cjk index, words glued to CJK text are
-found through trigram, or, when trigram is not live, by checking every
-non-ASCII row unicode61 did not find (slow, but exact: an archive without
-trigram on a host without the extension still gets every match).  With
-trigram live, a glued word under 3 characters is missed (explain() says
-``exact: false``) — except in a negated term, where the router checks every
-non-ASCII row instead, so that an exclusion never lets a message through.
+found through trigram, or, where trigram cannot look a term up (not live, or
+every word under 3 characters), by checking every non-ASCII row unicode61 did
+not find (slow, but exact: an archive on a host without the extension still
+gets every match, and adding the trigram index never loses one).
 
 ``route=`` forces one route for every term (QueryError if that route is not
 live or cannot express a term: unicode61 cannot find CJK text, trigram only
@@ -68,7 +66,7 @@ from .compiler import (
     table,
 )
 from .errors import QueryError
-from .query import And, Not, Or, Term, has_positive, negative_terms, positive_terms, terms
+from .query import And, Not, Or, Term, has_positive, positive_terms, terms
 
 MIN_ROWID, MAX_ROWID = -(2**63), 2**63 - 1  # SQLite's
 
@@ -103,10 +101,6 @@ class Plan:
         return "+".join(self.routes)
 
     @property
-    def exact(self) -> bool:
-        return all(f.exact for f in self.forms.values())
-
-    @property
     def functions(self) -> frozenset:
         """The Python SQL functions the plan's SQL calls (none for an fts plan)."""
         if self.kind == "fts":
@@ -133,7 +127,6 @@ class Plan:
             "forced_route": self.forced,
             "route": self.label,
             "plan": self.kind,
-            "exact": self.exact,
             "terms": [],
         }
         if self.kind == "fts":
@@ -160,25 +153,20 @@ class Plan:
                 "route": f.route,
                 "why": self.reasons[t],
                 "how": f.how,
-                "exact": f.exact,
             })
         return out
 
 
-def _auto(term: Term, live: frozenset, columns, negated: bool, unigrams: bool = False) -> tuple[TermSql, str]:
+def _auto(term: Term, live: frozenset, columns, unigrams: bool = False) -> tuple[TermSql, str]:
     tri = "trigram" in live
     if "cjk" in live:
         return compile_term("cjk", term, columns, unigrams=unigrams), "the cjk index answers every term"
     if term.words_only:
         if "unicode61" in live:
-            why = "words: the unicode61 index (word semantics, bm25)"
-            if tri:
-                why += "; trigram for words glued to CJK text"
-            elif not negated:
-                why += "; no trigram, so glued occurrences are checked on every non-ASCII row"
-            if negated:
-                why += "; negated, so glued occurrences are checked exhaustively"
-            return compile_term("unicode61", term, columns, trigram=tri, exhaustive=negated or not tri), why
+            why = "words: the unicode61 index (word semantics, bm25); " + (
+                "trigram for words glued to CJK text" if tri
+                else "no trigram, so glued occurrences are checked on every non-ASCII row")
+            return compile_term("unicode61", term, columns, trigram=tri), why
         return compile_term("scan", term, columns, trigram=tri), "words, but no word index is live"
     if all(u.kind == "cjk" for u in term.units):
         if tri:
@@ -201,10 +189,9 @@ _CANNOT = {
 }
 
 
-def _forced(term: Term, route: str, live: frozenset, columns, negated: bool,
-            unigrams: bool = False) -> tuple[TermSql, str]:
+def _forced(term: Term, route: str, live: frozenset, columns, unigrams: bool = False) -> tuple[TermSql, str]:
     form = compile_term(route, term, columns, trigram=(route == "unicode61" and "trigram" in live),
-                        exhaustive=negated, unigrams=unigrams)
+                        unigrams=unigrams)
     if form is None:
         raise QueryError(f"route {route!r} cannot express {term}: {_CANNOT[route]}")
     return form, f"route={route!r} was requested"
@@ -310,11 +297,9 @@ def plan(node, live_indexes, *, columns, route: str | None = None, cjk_unigrams:
             raise QueryError(f"route {route!r} is not available: its index is not live "
                              f"(live: {', '.join(sorted(live)) or 'none'})")
     p = Plan(node, columns, live, route)
-    negated = set(negative_terms(node))
     for t in dict.fromkeys(terms(node)):
-        neg = t in negated
-        form, why = (_forced(t, route, live, columns, neg, cjk_unigrams) if route
-                     else _auto(t, live, columns, neg, cjk_unigrams))
+        form, why = (_forced(t, route, live, columns, cjk_unigrams) if route
+                     else _auto(t, live, columns, cjk_unigrams))
         p.forms[t] = form
         p.reasons[t] = why
     used = p.routes

@@ -324,3 +324,21 @@ def test_failed_load_warns_and_works_like_extension_false(tmp_path, monkeypatch)
     with Archive(path) as ar:
         assert cjk_rowids(ar, "upd1x") == {mid}
         assert_cjk_index_matches_table(ar)
+
+
+@pytest.mark.parametrize("indexes", [("cjk", "unicode61", "trigram"), ("cjk", "unicode61")])
+def test_without_the_extension_a_short_word_glued_to_cjk_text_is_found_whatever_the_indexes(tmp_path, indexes):
+    # unicode61 sees 修改go服务 as one token and trigram cannot look up a word under 3 characters:
+    # the router checks the rows instead, so adding the trigram index loses nothing
+    path = tmp_path / "a.db"
+    texts = ["修改go服务", "用js写", "go home", "好👍🏽的", "👍🏽 ok", "good jsx"]
+    with Archive(path, indexes=indexes) as ar:
+        ids = [ar.add_message("s", "user", t) for t in texts]
+        with_extension = {q: [h.message_id for h in ar.search(q, sort="newest")] for q in ("go", "js", '"👍🏽"')}
+    want = {"go": [ids[2], ids[0]], "js": [ids[1]], '"👍🏽"': [ids[4], ids[3]]}  # newest first
+    assert with_extension == want
+    with Archive(path, extension=False) as ar:
+        for q in want:
+            assert [h.message_id for h in ar.search(q, sort="newest")] == want[q], q
+            assert sorted(h.message_id for h in ar.search(q)) == sorted(want[q]), q
+        assert ar.search("js", route="unicode61")[0].message_id == ids[1]
