@@ -175,8 +175,8 @@ class Archive:
                    (default): read-write, unless the file or its folder cannot
                    be written (then as True; ``readonly`` tells which).
                    False: read-write or an error.
-    create         False: refuse a file that is not yet an archive (an empty
-                   or 0-byte database) instead of making it one.
+    create         False: refuse a file that is not yet an archive (missing,
+                   an empty or 0-byte database) instead of making it one.
     extension      load cjk_unicode61 if this host can (a RuntimeWarning and
                    ``extension_error`` say why not); False acts as a host that
                    cannot.
@@ -222,6 +222,8 @@ class Archive:
         exists = self.path != ":memory:" and os.path.exists(self.path)
         if readonly and not exists:
             raise ArchiveError(f"{self.path}: no such archive (opening read-only never creates one)")
+        if not create and not exists:
+            raise ArchiveError(f"{self.path}: no such archive (this call does not create archives)")
         auto = readonly is None
         self._readonly_why = "opened with readonly=True" if readonly else "the file or its folder is not writable"
         if auto:

@@ -48,16 +48,16 @@ def _cmd_tokenize(args) -> int:
 
 
 def _open_archive(path, *, must_exist=True, **kw):
+    """The archive at ``path``; ``must_exist``: one that is already an archive (a missing
+    or empty file is refused, never made one), as every command but import wants."""
     from .archive import Archive
 
-    if must_exist and not os.path.exists(path):
-        raise CjkTokenizerError(f"{path}: no such archive")
-    return Archive(path, **kw)
+    return Archive(path, create=not must_exist, **kw)
 
 
 def _read_archive(path, **kw):
     """An existing archive for a read command: never created or converted, read-only if unwritable."""
-    return _open_archive(path, readonly=None, create=False, auto_catch_up=0, **kw)
+    return _open_archive(path, readonly=None, auto_catch_up=0, **kw)
 
 
 def _time_arg(value, option: str):

@@ -77,6 +77,9 @@ def test_readonly_true_never_creates_or_converts(tmp_path):
     with pytest.raises(ArchiveError, match="missing.db: no such archive"):
         Archive(missing, readonly=True)
     assert not missing.exists()
+    with pytest.raises(ArchiveError, match="missing.db: no such archive"):
+        Archive(missing, create=False)
+    assert not missing.exists()  # not even an empty file is left behind
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     with pytest.raises(ArchiveError, match="empty.db is not a cjk_tokenizer archive"):

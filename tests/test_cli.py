@@ -142,6 +142,21 @@ def test_errors_are_one_line_and_nonzero(db, args, message):
     assert message.lower() in proc.stderr.lower()
 
 
+@pytest.mark.parametrize("command", [["search", "x"], ["explain", "x"], ["export"], ["rebuild"], ["sync"]])
+def test_only_import_makes_a_missing_or_empty_file_an_archive(tmp_path, command):
+    missing, empty = tmp_path / "missing.db", tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for path, message in ((missing, "no such archive"), (empty, "not a cjk_tokenizer archive")):
+        proc = cli(command[0], str(path), *command[1:], check=False)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+        assert message in proc.stderr and str(path) in proc.stderr
+    assert not missing.exists() and empty.stat().st_size == 0
+    cli("import", str(empty), SAMPLE)  # import creates archives, an empty file included
+    cli(command[0], str(empty), *command[1:])  # then the command works on it
+    with Archive(str(empty), readonly=True) as ar:
+        assert ar.count_messages() == 27
+
+
 def test_import_reports_the_bad_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"session_id": "s", "role": "user", "content": "ok"}\n{not json\n', encoding="utf-8")
