@@ -677,7 +677,9 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         "hits_considered": seen,
         "labels": LABELS,
     })
-    if not results:
+    if not results and groups:  # there are matches, all before the offset
+        out["notes"].append(f"offset {offset} is past the last session that matches ({len(groups)} match)")
+    elif not results:
         out["notes"].append("no match" + ("" if reason else "; reasoning was not searched "
                                                             "(include_reasoning=true searches it too)"))
     return out

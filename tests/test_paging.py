@@ -117,6 +117,19 @@ def test_discovery_pages_by_offset_through_every_session(archive):
     assert ids1 + ids2 == [s["session"]["session_id"] for s in every["sessions"]][:len(ids1) + len(ids2)]
 
 
+def test_discovery_past_the_last_session_says_so_not_no_match(archive):
+    every = archive.session_search(query="部署", limit=10)
+    n = len(every["sessions"])
+    assert 0 < n < 10 and not every["more_sessions"]
+    past = archive.session_search(query="部署", limit=3, offset=n)
+    assert past["sessions"] == [] and past["offset"] == n
+    assert past["notes"] == [f"offset {n} is past the last session that matches ({n} match)"]
+    huge = archive.session_search(query="部署", offset=10**30)  # clamped, and the clamp is reported
+    assert huge["clamped"]["offset"] == {"requested": 10**30, "used": 100, "allowed": [0, 100]}
+    assert "past the last session" in huge["notes"][0]
+    assert archive.session_search(query="nosuchwordanywhere")["notes"][0].startswith("no match")
+
+
 @pytest.mark.parametrize("sort", ["newest", "oldest"])
 def test_discovery_cursor_starts_at_the_first_session_not_shown(archive, sort):
     first = archive.session_search(query="部署", limit=2, sort=sort)
