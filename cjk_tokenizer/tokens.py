@@ -48,7 +48,11 @@ def tokenize(text: str | bytes, *, mode: str = "document",
     """
     if mode not in TOKENIZE_MODES:
         raise ValueError(f"mode must be one of {', '.join(TOKENIZE_MODES)}, not {mode!r}")
-    data = text if isinstance(text, (bytes, bytearray)) else str(text).encode("utf-8", "surrogatepass")
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError(f"text must be a str or UTF-8 bytes, not {type(text).__name__}")
+    data = text if isinstance(text, (bytes, bytearray)) else text.encode("utf-8", "surrogatepass")
+    if isinstance(args, (str, bytes)):  # a string would be read as its characters
+        raise TypeError("args must be a list of tokenizer arguments, e.g. ['unigrams', '1']")
     args = [str(a) for a in args]
     problem = _native.tokenizer_args_error(args)
     if problem:

@@ -313,6 +313,19 @@ def test_tokenize_rejects_a_bad_mode():
         cjk_tokenizer.tokenize("中文", mode="bogus")
 
 
+@pytest.mark.parametrize("text", [None, 123, 4.5, ["中文"]])
+def test_tokenize_takes_text_only(text):
+    # never the tokens of str(text): tokenize(None) is not the word "none"
+    with pytest.raises(TypeError, match=f"text must be a str or UTF-8 bytes, not {type(text).__name__}"):
+        cjk_tokenizer.tokenize(text)
+    assert cjk_tokenizer.tokenize(b"\xe4\xb8\xad\xe6\x96\x87") == cjk_tokenizer.tokenize("中文")
+
+
+def test_tokenize_args_are_a_list_not_one_string():
+    with pytest.raises(TypeError, match="args must be a list"):
+        cjk_tokenizer.tokenize("中文", args="unigrams 1")
+
+
 # ---- xToken return codes (through a real fts5 API v2 host: libsqlite3 via ctypes) -------
 
 _XTOKEN_SCRIPT = textwrap.dedent(r"""
