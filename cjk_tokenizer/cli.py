@@ -104,12 +104,16 @@ def _cmd_explain(args) -> int:
     return 0
 
 
-def _print_import(report, db) -> int:
+def _print_import(report, db, fmt: str = "auto") -> int:
     for line in report.problems():
         print(f"cjk-tokenizer: {line}", file=sys.stderr)
-    print(f"{report.summary()} into {db}")
+    print(report.summary(into=db))
     if report.merged():
         print(report.merged())
+    if fmt != "auto" and report.skipped_all():  # a format named wrongly reads as records of no use
+        print(f"cjk-tokenizer: error: no record read is a {fmt} message; is the source in another format? "
+              "Without --format each file's format is detected", file=sys.stderr)
+        return 1
     return 1 if report.bad else 0
 
 
@@ -146,7 +150,7 @@ def _cmd_import(args) -> int:
         report = driver.run(ar, planned, progress=progress, batch_size=args.batch_size,
                             optimize=False if args.no_optimize else None, notice=notice)
         finish()
-        return _print_import(report, args.db)
+        return _print_import(report, args.db, args.format)
 
 
 def _cmd_sync(args) -> int:

@@ -236,8 +236,8 @@ def test_stdin_import_and_summary_line(tmp_path):
     db = str(tmp_path / "a.db")
     data = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines()) + "\n"
     proc = cli("import", db, "-", stdin=data)
-    assert ("imported 8 messages in 1 session from 1 source; skipped: event_msg 4, "
-            "reasoning (encrypted only) 1, turn_context 1 into") in proc.stdout
+    assert proc.stdout.splitlines()[0] == (f"imported 8 messages in 1 session from 1 source into {db}; skipped: "
+                                           "event_msg 4, reasoning (encrypted only) 1, turn_context 1")
     again = cli("import", db, "-", "--format", "codex", stdin=data)
     assert "imported 0 messages" in again.stdout and "8 records already imported" in again.stdout
     other = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines("other-session")) + "\n"
@@ -266,7 +266,8 @@ def test_bad_lines_are_counted_reported_1_based_and_never_half_imported(tmp_path
     assert proc.returncode == 1
     errs = [l for l in proc.stderr.splitlines() if l.startswith("cjk-tokenizer:")]
     assert [e.split(": ")[1] for e in errs] == [f"{path}:4", f"{path}:5", f"{path}:6"]
-    assert "not valid JSON" in errs[0] and "lone surrogate" in errs[1] and "yesterday-ish" in errs[2]
+    assert "not valid JSON (Expecting property name enclosed in double quotes at column 2)" in errs[0]
+    assert "lone surrogate" in errs[1] and "yesterday-ish" in errs[2]
     assert "skipped: bad 3, file-history-snapshot 1" in proc.stdout
     with Archive(db) as ar:
         contents = [m["content"] for m in _all(ar)]
@@ -409,8 +410,29 @@ def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_pat
     first = cli("import", db, hermes_db, str(proj), str(codex_dir))
     assert first.stdout.startswith("imported 19 messages in 4 sessions from 3 sources")
     again = cli("import", db, hermes_db, str(proj), str(codex_dir))
-    assert again.stdout.startswith("imported 0 messages in 0 sessions from 3 sources; 19 records already imported")
+    assert again.stdout.startswith(f"imported 0 messages in 0 sessions from 3 sources into {db}; "
+                                   "19 records already imported")
     assert cli("sync", db).stdout.startswith("imported 0 messages")
     for query, role in (("인덱스가", "tool"), ("大别山", "user"), ("東京は晴れ", "assistant")):
         hits = json.loads(cli("search", db, query, "--json").stdout)
         assert [h["role"] for h in hits] == [role], query
+
+
+def test_a_json_error_says_where_on_its_line(tmp_path):
+    path = fx.write_jsonl(str(tmp_path / "c.jsonl"), [*fx.claude_lines()[:1], '{"type": "user", "x": "a\tb"}'])
+    proc = cli("import", str(tmp_path / "a.db"), path, check=False)
+    assert proc.returncode == 1
+    assert f"{path}:2: not valid JSON (Invalid control character at column 25)" in proc.stderr
+
+
+def test_a_source_read_as_the_wrong_format_is_an_error_not_an_empty_import(tmp_path):
+    codex = fx.write_jsonl(str(tmp_path / "rollout.jsonl"), fx.codex_lines())
+    db = str(tmp_path / "a.db")
+    proc = cli("import", db, codex, "--format", "claude-code", check=False)
+    assert proc.returncode == 1
+    assert "imported 0 messages in 0 sessions from 1 source into" in proc.stdout and "skipped: " in proc.stdout
+    assert proc.stderr.splitlines()[-1] == (
+        "cjk-tokenizer: error: no record read is a claude-code message; is the source in another format? "
+        "Without --format each file's format is detected")
+    proc = cli("import", db, codex)  # detected: the same file imports
+    assert "imported 0 messages" not in proc.stdout and proc.returncode == 0

@@ -109,8 +109,13 @@ def json_lines(src: Source):
                 continue
             try:
                 obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                yield number, Skip("bad", number, f"not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})")
+            except json.JSONDecodeError as exc:
+                # exc.msg may end in "at", the position being left to str(exc)
+                where = f"{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
+                yield number, Skip("bad", number, f"not valid JSON ({exc.msg}{where})")
+                continue
+            except RecursionError:
+                yield number, Skip("bad", number, "not valid JSON (nested too deeply)")
                 continue
             if not isinstance(obj, dict):
                 yield number, Skip("bad", number, f"expected a JSON object, got {type(obj).__name__}")

@@ -78,10 +78,10 @@ class ImportReport:
     optimized: dict = field(default_factory=dict)  # Indexes.optimize's result, when the import ended with it
     built_aside: str = ""  # the index built on the second core and copied in (indexing.AsideBuild), if any
 
-    def summary(self) -> str:
-        """The one-line summary the CLI prints."""
+    def summary(self, into: str = "") -> str:
+        """The one-line summary the CLI prints (``into``: the archive's path, named after the sources)."""
         parts = [f"imported {_n(self.messages, 'message')} in {_n(len(self.sessions), 'session')} "
-                 f"from {_n(self.sources, 'source')}"]
+                 f"from {_n(self.sources, 'source')}" + (f" into {into}" if into else "")]
         if self.unchanged:
             parts.append(f"{_n(self.unchanged, 'record')} already imported")
         if self.skipped:
@@ -91,6 +91,10 @@ class ImportReport:
         if self.missing:
             parts.append(f"{len(self.missing):,} sources gone")
         return "; ".join(parts)
+
+    def skipped_all(self) -> bool:
+        """Records were read and every one was skipped: nothing imported, nothing known already."""
+        return bool(self.skipped) and not (self.messages or self.unchanged or self.bad)
 
     def merged(self) -> str:
         """"merged the cjk, unicode61 indexes into one segment" when the import ended so, else ""."""
