@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import apsw
 import pytest
 
 from cjk_tokenizer.archive import Archive
@@ -116,6 +117,19 @@ def test_hermes_fts_side_tables_are_not_read_as_messages(tmp_path, hermes_state)
     with Archive(str(tmp_path / "a.db")) as ar:
         ar.import_source(db)
         assert ar.count_messages() == 5 and ar.count_sessions() == 2
+
+
+def test_a_hermes_message_the_archive_cannot_store_is_named_by_its_id(tmp_path, hermes_state):
+    db = str(tmp_path / "state.db")
+    fx.write_hermes(db, hermes_state)
+    conn = apsw.Connection(db)
+    bad_id = conn.execute("SELECT max(id) FROM messages WHERE session_id = 'h1'").fetchone()[0]
+    conn.execute("UPDATE messages SET content = X'E4B8FF' WHERE id = ?", (bad_id,))  # not text: bytes
+    conn.close()
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(db)
+        assert report.bad == [f"{db}: record '{bad_id}': content must be a str or None, not bytes"]
+        assert ar.count_messages() == 4  # the others are imported
 
 
 # ------------------------------------------------------------------ Claude Code

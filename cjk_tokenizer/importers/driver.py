@@ -361,7 +361,9 @@ class _Run:
             rows = [records.openai_row(m.get("session_id"), m) for m in rec.messages]
         except InputError as exc:
             self.report.skipped["bad"] += 1
-            self.report.bad.append(f"{_where(src, rec.line)}: {exc}")
+            # without a line (a database's rows) the record's key says which one
+            where = _where(src, rec.line) if rec.line is not None else f"{src.name}: record {rec.key!r}"
+            self.report.bad.append(f"{where}: {exc}")
             return
         known[rec.key] = digest
         batch.append((rec.key, digest, rows))
