@@ -81,7 +81,10 @@ Argument rules (documented safe meanings, else a structured error):
   (discovery, newest/oldest): the ``next_cursor`` of the previous page; the
   next page starts at the first hit of the first session not shown, and new
   messages arriving meanwhile do not shift it.  A session can show up again
-  on a later page with its older (newest) or newer (oldest) hits.
+  on a later page with its older (newest) or newer (oldest) hits.  A page
+  reads at most FETCH_MAX matching messages: when they hold no more sessions
+  than it asks for, newest/oldest continue after them (``next_cursor``) and
+  relevance says in ``notes`` how to reach the others.
   ``ranked_among`` (relevance) says the query matched more messages than
   search.RELEVANCE_BOUND and bm25 ranked the newest that many.
 * ``exclude_session_ids`` (a list, or one id): sessions left out of discovery
@@ -614,10 +617,14 @@ def _read(archive, a: SessionSearchArgs, out: dict) -> dict:
     return out
 
 
-def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, int, int | None]:
-    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen, ranked_among).
+def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, int, int | None, int | None]:
+    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen,
+    ranked_among, read_up_to).
 
-    ``limit`` counts the sessions wanted, those the offset skips included."""
+    ``limit`` counts the sessions wanted, those the offset skips included.  At most
+    FETCH_MAX hits are read: when they hold no more than ``limit`` sessions, other
+    sessions may match past them, and ``read_up_to`` is the id of the last hit read
+    (else None)."""
     excluded = set() if a.session_id is not None else a.exclude_session_ids
     fetch = FETCH_FIRST
     while True:
@@ -631,7 +638,9 @@ def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, 
                 continue
             groups.setdefault(h.session_id, []).append(h)
         if len(groups) > limit or len(hits) < fetch or fetch >= FETCH_MAX:
-            return list(groups.values()), len(groups) > limit, len(hits), getattr(hits, "ranked_among", None)
+            capped = len(groups) <= limit and len(hits) >= FETCH_MAX
+            return (list(groups.values()), len(groups) > limit, len(hits), getattr(hits, "ranked_among", None),
+                    hits[-1].message_id if capped else None)
         fetch = min(fetch * 4, FETCH_MAX)
 
 
@@ -644,7 +653,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     limit = _clamp("limit", a.limit, DISCOVERY_LIMIT, out["clamped"])
     offset = _clamp("offset", a.offset, DISCOVERY_OFFSET, out["clamped"])
     reason = a.include_reasoning
-    groups, more, seen, ranked_among = _group_hits(archive, a, offset + limit)
+    groups, more, seen, ranked_among, read_up_to = _group_hits(archive, a, offset + limit)
     sort = a.sort
     paged = {"offset": offset}
     if ranked_among:
@@ -656,6 +665,15 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         if sort != "relevance":  # continue at the first hit of the first session not shown
             first = groups[offset + limit][0].message_id
             paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
+    elif read_up_to is not None:  # the hits read hold too few sessions: others may match past them
+        if sort != "relevance":
+            more = True
+            paged["next_cursor"] = f"{sort}:{read_up_to}"  # continue after the last hit read
+            out["notes"].append(f"the {seen:,} matching messages read hold {len(groups)} session(s); "
+                                "next_cursor continues after them")
+        else:
+            out["notes"].append(f"relevance reads the best {seen:,} matching messages: they hold {len(groups)} "
+                                "session(s); sort newest/oldest pages past them, as do after/before")
     results = []
     for hits in groups[offset:]:
         if len(results) == limit:
@@ -677,7 +695,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         "hits_considered": seen,
         "labels": LABELS,
     })
-    if not results and groups:  # there are matches, all before the offset
+    if not results and groups and read_up_to is None:  # there are matches, all before the offset
         out["notes"].append(f"offset {offset} is past the last session that matches ({len(groups)} match)")
     elif not results:
         out["notes"].append("no match" + ("" if reason else "; reasoning was not searched "

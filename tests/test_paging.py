@@ -130,6 +130,26 @@ def test_discovery_past_the_last_session_says_so_not_no_match(archive):
     assert archive.session_search(query="nosuchwordanywhere")["notes"][0].startswith("no match")
 
 
+def test_discovery_reaches_a_session_past_the_most_hits_a_page_reads(tmp_path):
+    # one busy session holds the newest FETCH_MAX matches: the older session is still reachable
+    from cjk_tokenizer.session_search import FETCH_MAX
+
+    with Archive(tmp_path / "busy.db") as ar:
+        ar.add_message("old", "user", "部署 in the old session", timestamp=1000)
+        ar.add_messages("busy", [{"role": "user", "content": f"部署 step {i}", "timestamp": 2000 + i}
+                                 for i in range(FETCH_MAX + 10)])
+        first = ar.session_search(query="部署", sort="newest", limit=3)
+        assert [s["session"]["session_id"] for s in first["sessions"]] == ["busy"]
+        assert first["more_sessions"] and "next_cursor" in first and "next_offset" not in first
+        assert first["notes"] == [f"the {FETCH_MAX:,} matching messages read hold 1 session(s); "
+                                  "next_cursor continues after them"]
+        second = ar.session_search(query="部署", sort="newest", limit=3, cursor=first["next_cursor"])
+        assert [s["session"]["session_id"] for s in second["sessions"]] == ["busy", "old"]
+        assert not second["more_sessions"]
+        ranked = ar.session_search(query="部署", limit=3)
+        assert not ranked["more_sessions"] and "newest/oldest" in ranked["notes"][-1]
+
+
 @pytest.mark.parametrize("sort", ["newest", "oldest"])
 def test_discovery_cursor_starts_at_the_first_session_not_shown(archive, sort):
     first = archive.session_search(query="部署", limit=2, sort=sort)
