@@ -21,7 +21,10 @@ cjk        every term.  A 1-character CJK run is ``"X"*`` (the index keeps a
            runs and mixed terms are phrases of bigrams and words.  A
            1-character CJK unit after another unit (``abc别``, ``"大别 山"``)
            needs the prefix form, which also matches a 2-character run
-           ending in that character: such terms are checked in Python.
+           ending in that character: such terms are checked in Python.  So
+           are, on an index with unigrams, terms that start with a
+           1-character CJK unit (``用API``): that unit must end its run, and
+           a unigram also stands where the run goes on (用户API).
 unicode61  terms made only of words.  Each is the phrase as typed plus its
            full-width spelling (unicode61 does not fold widths).  unicode61
            sees ``修改youer服务`` as one token, so words glued to CJK text are
@@ -323,9 +326,15 @@ def cjk_expr(term: Term, unigrams: bool = False) -> str:
 def cjk_term(term: Term, columns, *, unigrams: bool = False, **_) -> TermSql:
     expr = cjk_expr(term, unigrams)
     lookup = _in_fts("cjk", columns, expr)
-    if any(u.kind == CJK and len(u.text) == 1 for u in term.units[1:]):
+    units = term.units
+    if any(u.kind == CJK and len(u.text) == 1 for u in units[1:]):
         return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
                      how=f"{expr}, checked in Python (a one-character CJK unit after another unit)")
+    if unigrams and len(units) > 1 and units[0].kind == CJK and len(units[0].text) == 1:
+        # the unit must end its run, but "X" is also the unigram of every X a run goes on after
+        return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
+                     how=f"{expr}, checked in Python (a one-character CJK unit before another unit, "
+                         "on an index with a unigram for every character)")
     return _term("cjk", lookup, match=expr, rank_match=expr, cost=Cost.INDEX, how=expr)
 
 

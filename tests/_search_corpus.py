@@ -92,13 +92,14 @@ def messages(seed: int = 7, n: int = 240) -> list[dict]:
     return rows
 
 
-def build(rows, *, routes=("cjk", "unicode61", "trigram")) -> apsw.Connection:
-    """An in-memory archive: the schema's tables and FTS indexes, filled in bulk."""
+def build(rows, *, routes=("cjk", "unicode61", "trigram"), unigrams: bool = False) -> apsw.Connection:
+    """An in-memory archive: the schema's tables and FTS indexes, filled in bulk
+    (``unigrams``: the cjk index as a new Archive makes it, a unigram per character)."""
     conn = cjk_tokenizer.load(apsw.Connection(":memory:"))
     conn.execute(schema.SESSIONS_DDL)
     conn.execute(schema.MESSAGES_DDL)
     for route in routes:
-        conn.execute(schema.fts_ddl(route))
+        conn.execute(schema.fts_ddl(route, unigrams=unigrams and route == "cjk"))
     with conn:
         for sid in sorted({r["session_id"] for r in rows}):
             conn.execute("INSERT INTO sessions(id) VALUES (?)", (sid,))

@@ -41,10 +41,30 @@ def oracle(rows, node, include_reasoning):
     return {r["id"] for r in rows if evaluate(node, [r[c] for c in cols])}
 
 
-def ids(conn, query, live, route, include_reasoning):
+def ids(conn, query, live, route, include_reasoning, unigrams=False):
     hits = run_search(conn, query, live_indexes=live, route=route, include_reasoning=include_reasoning,
-                      sort="newest", limit=1000)
+                      sort="newest", limit=1000, cjk_unigrams=unigrams)
     return {h.message_id for h in hits}
+
+
+@pytest.fixture(scope="module")
+def unigram_archive():
+    rows = corpus.messages()
+    conn = corpus.build(rows, routes=("cjk",), unigrams=True)
+    yield rows, conn
+    conn.close()
+
+
+def test_the_cjk_route_on_a_unigram_index_agrees_with_the_oracle(unigram_archive):
+    """The cjk index as a new Archive makes it (unigrams 1) means what the query says."""
+    rows, conn = unigram_archive
+    failures = []
+    for q in corpus.queries(rows):
+        want = oracle(rows, parse(q), False)
+        got = ids(conn, q, frozenset({"cjk"}), None, False, unigrams=True)
+        if got != want:
+            failures.append(f"{q!r}: missing {sorted(want - got)[:8]}, extra {sorted(got - want)[:8]}")
+    assert not failures, f"{len(failures)} disagreements:\n" + "\n".join(failures[:30])
 
 
 @pytest.mark.parametrize("include_reasoning", [False, True])

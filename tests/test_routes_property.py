@@ -1,6 +1,6 @@
 """Any string is a query: a result or a QueryError, never another exception —
-on every route and every set of live indexes.  On the routes that report
-themselves exact, the result is the oracle's."""
+on every route and every set of live indexes, and on the cjk index as a new
+Archive makes it (a unigram per character).  The result is the oracle's."""
 from __future__ import annotations
 
 import os
@@ -21,6 +21,7 @@ from cjk_tokenizer.search import run_search, searched_columns  # noqa: E402
 
 _ROWS = corpus.messages(seed=3, n=80)
 _CONN = corpus.build(_ROWS)
+_UNIGRAMS = corpus.build(_ROWS, routes=("cjk",), unigrams=True)
 
 # Pieces that stress the query language: operators, FTS5 syntax, quotes,
 # CJK/Latin/width/voiced-mark text, control characters and lone surrogates.
@@ -66,3 +67,6 @@ def test_any_string_is_a_result_or_a_query_error(q):
         assert got == want, (q, route, sorted(live), sorted(want - got), sorted(got - want))
         for h in hits:
             h.snippet.encode("utf-8")  # always valid UTF-8
+    hits = run_search(_UNIGRAMS, q, live_indexes={"cjk"}, cjk_unigrams=True, sort="newest", limit=1000)
+    got = {h.message_id for h in hits}
+    assert got == want, (q, "unigrams", sorted(want - got), sorted(got - want))

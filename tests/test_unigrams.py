@@ -123,6 +123,16 @@ def test_a_new_archive_gets_unigrams_and_finds_every_occurrence(tmp_path):
             assert {h.message_id for h in ar.search(ch, limit=1000)} == want
 
 
+def test_a_character_before_a_word_ends_its_run_on_a_new_archive(tmp_path):
+    # 用API: 用 ends its run; 用户API holds the unigram 用 right before api, but its run goes on
+    texts = ["用户API列表", "使用API", "目中管统，fix", "管 fix"]
+    with Archive(tmp_path / "n.db") as ar:
+        ids = [ar.add_message("s", "user", t) for t in texts]
+        for query, want in (("用API", [ids[1]]), ('"管 fix"', [ids[3]]), ("(API) NOT 用API", [ids[0]])):
+            for route in (None, "scan"):
+                assert sorted(h.message_id for h in ar.search(query, route=route)) == want, (query, route)
+
+
 def test_an_archive_made_without_unigrams_keeps_its_tokenization_through_writes(tmp_path):
     """Emulates an archive written by an earlier version: its cjk DDL has no
     option.  This version must keep tokenizing it the old way: FTS5 deletes
