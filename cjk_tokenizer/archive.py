@@ -67,7 +67,7 @@ import apsw
 
 from . import indexing, records
 from .constants import MMAP_SIZE
-from .db import check_mmap_size, connect, immediate, use_wal
+from .db import check_mmap_size, connect, immediate, snapshot, use_wal
 from .errors import ArchiveError, ExtensionError
 from .indexing import Indexes
 from .loader import load
@@ -697,7 +697,7 @@ class Archive:
         """
         from .search import run_search
 
-        with self._lock:
+        with self._lock, snapshot(self._conn):  # the indexes it reads are those served() calls live
             live, unigrams = self.indexes.served()
             return run_search(self._conn, query, live_indexes=live, cjk_unigrams=unigrams,
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
@@ -712,7 +712,7 @@ class Archive:
         """
         from .search import explain
 
-        with self._lock:
+        with self._lock, snapshot(self._conn):
             live, unigrams = self.indexes.served()
             return explain(query, live, cjk_unigrams=unigrams,
                            fold_variants=self.fold_variants, conn=self._conn, **options)

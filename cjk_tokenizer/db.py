@@ -97,6 +97,25 @@ def use_wal(conn: apsw.Connection) -> None:
 
 
 @contextmanager
+def snapshot(conn: apsw.Connection):
+    """One read transaction around several statements, so that they all see the
+    archive as one commit left it (WAL); joins the caller's if one is open.
+
+    A search reads which indexes are live, then reads those indexes: another
+    process's rebuild that empties an index and marks it building in one
+    commit must be seen whole or not at all."""
+    if conn.in_transaction:
+        yield conn
+        return
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # it only read: ending it is all COMMIT does
+
+
+@contextmanager
 def immediate(conn: apsw.Connection):
     """One write transaction; joins the caller's if one is already open.
 

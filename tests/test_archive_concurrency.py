@@ -115,3 +115,27 @@ def test_one_archive_shared_between_threads(tmp_path):
         assert not errors, errors
         assert ar.count_messages() == 400
         assert [s["message_count"] for s in ar.sessions()] == [100] * 4
+
+
+def test_a_search_sees_another_connections_rebuild_start_whole_or_not_at_all(tmp_path):
+    # the rebuild empties the cjk index and marks it building in one commit; a search that
+    # read "live" just before that commit must not then read the emptied index (no hits)
+    from cjk_tokenizer import indexing
+
+    path = str(tmp_path / "a.db")
+    with Archive(path) as ar:
+        ids = [ar.add_message("s", "user", f"重建测试 第{i}条") for i in range(50)]
+    with Archive(path) as reader, Archive(path) as writer:
+        served = reader.indexes.served
+
+        def served_then_a_rebuild_starts():
+            out = served()
+            indexing.start_rebuild(writer.conn, "cjk")
+            return out
+
+        reader.indexes.served = served_then_a_rebuild_starts
+        hits = reader.search("重建测试", sort="newest", limit=100)
+        assert [h.message_id for h in hits] == ids[::-1] and {h.route for h in hits} == {"cjk"}
+        reader.indexes.served = served
+        hits = reader.search("重建测试", sort="newest", limit=100)  # building: not served, the scan answers
+        assert [h.message_id for h in hits] == ids[::-1] and {h.route for h in hits} == {"scan"}
