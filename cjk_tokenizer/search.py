@@ -57,8 +57,10 @@ column with the most distinct searched-for terms, ties going to the earlier
 column (so visible content wins), is at most ``snippet_chars`` characters,
 ellipses included, and contains the match; ``highlight`` is the match's span
 in it, and ``span`` the same match's ``(start, end)`` in the column's whole
-text (characters).  A query with only exclusions shows the start of the first non-empty
-column.  Which part of the text it shows is the one snippet rule
+text (characters).  Matches that overlap or touch are one match (测试 in
+测试测试: (0, 4)); one longer than the snippet shows its start, so
+``highlight`` covers the part shown and ``span`` all of it.  A query with only
+exclusions shows the start of the first non-empty column.  Which part of the text it shows is the one snippet rule
 (snippet.py): on a single-MATCH plan over the cjk index the C auxiliary
 function ``cjk_match`` applies it when the extension provides it; everywhere
 else snippet.py applies the same C code to the matches evaluate.py finds.

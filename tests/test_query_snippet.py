@@ -59,3 +59,17 @@ def test_snippet_properties(text, start, length, limit):
         assert out[hl[0]:hl[1]] == cleaned[start:end]
     if hl is None:
         assert end == start
+
+
+def test_a_hit_shows_touching_matches_as_one_whose_start_a_long_one_shows():
+    from cjk_tokenizer import Archive
+
+    text = "测试" * 200
+    with Archive(":memory:") as ar:
+        ar.add_message("s", "user", "测试测试 别的")
+        ar.add_message("s", "user", text)
+        for route in (None, "scan"):
+            short, long_ = sorted(ar.search("测试", route=route), key=lambda h: h.message_id)
+            assert (short.highlight, short.span) == ((0, 4), (0, 4)), route
+            assert long_.span == (0, 400) and long_.highlight == (0, len(long_.snippet) - len(ELLIPSIS)), route
+            assert long_.snippet[slice(*long_.highlight)] == text[:long_.highlight[1]]
