@@ -77,14 +77,18 @@ if TYPE_CHECKING:
     from .importers.driver import ImportReport
     from .search import Hit
 from .schema import (
+    ADOPT_SESSIONLESS,
     BASE_DDL,
     BASE_VERSION,
     DEFAULT_ROUTES,
     FTS_INDEXES,
     READABLE_VERSIONS,
     REQUIRED_ROUTES,
+    SESSION_TRIGGER_NAMES,
+    SESSION_TRIGGERS,
     raise_version,
     record_fold_variants,
+    session_triggers_stale,
     user_version,
 )
 from .schema import fold_variants as fold_variants_of
@@ -348,6 +352,14 @@ class Archive:
                 if user_version(conn) == 0:  # nobody beat us to it
                     self._create(indexes or DEFAULT_ROUTES)
                     return
+        if session_triggers_stale(conn):  # made by an older release: once, then never again
+            with immediate(conn):
+                if session_triggers_stale(conn):
+                    for name in SESSION_TRIGGER_NAMES:
+                        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+                    for ddl in SESSION_TRIGGERS:
+                        conn.execute(ddl)
+                    conn.execute(ADOPT_SESSIONLESS)
         if indexes is None:
             return
         have = set(indexing.states(conn))

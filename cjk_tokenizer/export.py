@@ -20,11 +20,22 @@ FORMATS = ("jsonl", "markdown")
 def _sessions(archive, session_id):
     if session_id is None:
         rows = archive.conn.execute("SELECT id FROM sessions ORDER BY started_at, id").fetchall()
-        return [archive.session(r[0]) for r in rows]
-    found = archive.session(session_id)
+        # messages whose session has no row (a writer with foreign keys off deleted it) follow
+        rows += archive.conn.execute("SELECT DISTINCT session_id FROM messages WHERE session_id NOT IN "
+                                     "(SELECT id FROM sessions) ORDER BY session_id").fetchall()
+        return [_session(archive, r[0]) for r in rows]
+    found = _session(archive, session_id)
     if found is None:
         raise ValueError(f"no session {session_id!r} in {archive.path}")
     return [found]
+
+
+def _session(archive, session_id):
+    """The session's row, or for messages without one only their session id (None if neither)."""
+    found = archive.session(session_id)
+    if found is None and archive.messages_of(session_id, limit=1):
+        return {"id": session_id, "title": None, "source": None, "started_at": None, "metadata": None}
+    return found
 
 
 def _messages(archive, sid, chunk: int = 1000):

@@ -4,7 +4,8 @@ Tables
 ------
 sessions      one row per conversation.  ``message_count`` and ``last_active``
               are kept by triggers so that listing recent sessions is an index
-              walk, not an aggregate over every message.
+              walk, not an aggregate over every message; they also make the
+              row of a message's session if it has none, whoever writes it.
 messages      one row per message; ``id`` is the rowid every FTS index uses.
               AUTOINCREMENT: an id is never reused after a delete, so a
               message id held by a caller (or by a stale index) never comes
@@ -172,9 +173,13 @@ CREATE TABLE IF NOT EXISTS fts_backlog (
 ) WITHOUT ROWID"""
 
 # Session bookkeeping.  last_active only moves forward: it is "the latest
-# message time seen", which is what a recent-first listing wants.
+# message time seen", which is what a recent-first listing wants.  A message
+# whose session has no row gets one (started at the message's time): a writer
+# that is not an Archive, with foreign keys off (the sqlite3 shell's and
+# stdlib sqlite3's default), may insert it so.
 SESSION_TRIGGERS = (
     """CREATE TRIGGER IF NOT EXISTS messages_session_ai AFTER INSERT ON messages BEGIN
+    INSERT OR IGNORE INTO sessions(id, started_at) VALUES (new.session_id, new.timestamp);
     UPDATE sessions SET message_count = message_count + 1,
         last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
     WHERE id = new.session_id;
@@ -184,11 +189,26 @@ END""",
 END""",
     """CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE OF session_id, timestamp ON messages BEGIN
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+    INSERT OR IGNORE INTO sessions(id, started_at) VALUES (new.session_id, new.timestamp);
     UPDATE sessions SET message_count = message_count + 1,
         last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
     WHERE id = new.session_id;
 END""",
 )
+SESSION_TRIGGER_NAMES = ("messages_session_ai", "messages_session_ad", "messages_session_au")
+# An archive whose triggers predate the row-making ones may hold messages without
+# a session row: they get one, as the triggers would have made it.
+ADOPT_SESSIONLESS = """INSERT INTO sessions(id, started_at, message_count, last_active)
+SELECT session_id, min(timestamp), count(*), max(timestamp) FROM messages
+WHERE session_id NOT IN (SELECT id FROM sessions) GROUP BY session_id"""
+
+
+def session_triggers_stale(conn) -> bool:
+    """Are this archive's session triggers other than SESSION_TRIGGERS (an older release made them)?"""
+    have = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name IN "
+                             f"({', '.join('?' * len(SESSION_TRIGGER_NAMES))})", SESSION_TRIGGER_NAMES).fetchall())
+    want = {name: sql.replace(" IF NOT EXISTS", "", 1) for name, sql in zip(SESSION_TRIGGER_NAMES, SESSION_TRIGGERS)}
+    return have != want
 
 SETTINGS_DDL = """
 CREATE TABLE IF NOT EXISTS archive_settings (

@@ -47,8 +47,9 @@ given as ``marks`` (``⟦`` ``⟧`` unless the snippet holds either; see MARKS),
 so the content's own markdown ``**`` is never mistaken for the match; the hit
 message itself is cut around the match's real position (``Hit.span``), not
 around text looked up again.  Messages whose session has no row in
-``sessions`` (written by a tool without the archive's foreign keys) are
-shown in every mode; their session carries a ``note`` saying so.
+``sessions`` (the archive's triggers make one for whoever writes a message;
+a writer with foreign keys off may delete it) are shown in discovery, scroll
+and read; their session carries a ``note`` saying so.  Browse lists rows.
 
 Arguments are checked before anything runs: ``parse_arguments`` turns them
 as given (a dict from the agent tool or the MCP server, or the keywords of

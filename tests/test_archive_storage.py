@@ -251,8 +251,11 @@ def test_refuses_foreign_and_future_files(tmp_path):
 def test_opens_in_wal_with_foreign_keys(ar):
     assert ar.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert ar.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    with pytest.raises(apsw.ConstraintError):  # no orphan messages, even through raw SQL
-        ar.conn.execute("INSERT INTO messages(session_id, role) VALUES ('ghost', 'user')")
+    # no message without its session, even through raw SQL: the triggers make the row ...
+    ar.conn.execute("INSERT INTO messages(session_id, role, timestamp) VALUES ('ghost', 'user', 5)")
+    assert ar.session("ghost")["message_count"] == 1 and ar.session("ghost")["started_at"] == 5.0
+    with pytest.raises(apsw.ConstraintError):  # ... and the foreign key keeps it
+        ar.conn.execute("DELETE FROM sessions WHERE id = 'ghost'")
 
 
 def test_search_is_served_only_by_live_indexes(tmp_path):

@@ -6,6 +6,7 @@ The shell part skips when no sqlite3 shell is installed, unless
 CJK_REQUIRE_ALL_HOSTS is set (CI), where that is a failure."""
 from __future__ import annotations
 
+import io
 import sqlite3
 import subprocess
 import warnings
@@ -16,6 +17,7 @@ import cjk_tokenizer
 import cjk_tokenizer.archive as archive_mod
 from cjk_tokenizer.archive import Archive
 from cjk_tokenizer.errors import ExtensionError
+from cjk_tokenizer.export import export
 
 
 def _cjk(ar) -> dict:
@@ -98,3 +100,48 @@ def test_foreign_writers_follow_the_documented_recipe(tmp_path, sqlite3_shell):
         warnings.simplefilter("error")  # the extension loads here
         with Archive(path) as ar:
             assert len(_found(ar, "写入丁")) == 1 and ar.indexes.integrity_check()["cjk"] == "ok"
+
+
+def test_a_message_a_foreign_writer_puts_in_a_new_session_gets_its_session_row(tmp_path, sqlite3_shell):
+    # the shell keeps foreign keys off: the triggers make the session's row, so every
+    # entry point (export, browse, session lookups) sees the message's session
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "原有消息")
+    proc = subprocess.run([sqlite3_shell, "-bail", "-batch", str(path), f".load {cjk_tokenizer.loadable_path()}",
+                           "INSERT INTO messages(session_id, role, content, timestamp) "
+                           "VALUES ('ext-tool', 'user', '外部工具写入 部署', 1700000000)"],
+                          input="", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    with Archive(path) as ar:
+        made = ar.session("ext-tool")
+        assert (made["started_at"], made["message_count"], made["last_active"]) == (1700000000.0, 1, 1700000000.0)
+        out = io.StringIO()
+        assert export(ar, out) == 2 and '"id": "ext-tool"' in out.getvalue()
+        assert {s["session_id"] for s in ar.session_search()["sessions"]} == {"s", "ext-tool"}
+
+
+def test_an_archive_from_before_the_row_making_triggers_adopts_its_sessionless_messages(tmp_path):
+    from cjk_tokenizer import schema
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "原有消息", timestamp=100)
+        conn = ar.conn
+        for name, sql in zip(schema.SESSION_TRIGGER_NAMES, schema.SESSION_TRIGGERS):  # as an older release made them
+            conn.execute(f"DROP TRIGGER {name}")
+            conn.execute(sql.replace("    INSERT OR IGNORE INTO sessions(id, started_at) "
+                                     "VALUES (new.session_id, new.timestamp);\n", ""))
+        assert schema.session_triggers_stale(conn)
+        conn.execute("PRAGMA foreign_keys = OFF")
+        for ts in (300, 200):
+            conn.execute("INSERT INTO messages(session_id, role, content, timestamp) VALUES ('lost', 'user', ?, ?)",
+                         (f"没有会话 {ts}", ts))
+        assert ar.session("lost") is None
+    with Archive(path, readonly=True) as ar:  # reading changes nothing
+        assert ar.session("lost") is None and schema.session_triggers_stale(ar.conn)
+    with Archive(path) as ar:
+        assert not schema.session_triggers_stale(ar.conn)
+        lost = ar.session("lost")
+        assert (lost["started_at"], lost["message_count"], lost["last_active"]) == (200.0, 2, 300.0)
+        assert ar.session("s")["message_count"] == 1  # sessions with a row are left as they are

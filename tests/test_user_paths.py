@@ -6,6 +6,7 @@ tool's definition).
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ import cjk_tokenizer
 from cjk_tokenizer import Archive, QueryError, parse_query
 from cjk_tokenizer.agent_tool import DESCRIPTION, parameters_schema
 from cjk_tokenizer.demo import run_demo
+from cjk_tokenizer.export import export
 from cjk_tokenizer.session_search import HIT_CHARS, MARKS, session_search
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -167,8 +169,14 @@ def test_message_without_a_session_row_is_shown(tmp_path):
     std.execute("INSERT INTO messages(session_id, role, content, timestamp) VALUES "
                 "('foreign', 'user', 'written elsewhere: zebrafinch', 1714521600)")
     std.commit()
+    with Archive(path) as ar:  # the triggers made the session's row
+        assert ar.session("foreign")["started_at"] == 1714521600.0
+    std.execute("DELETE FROM sessions WHERE id = 'foreign'")  # nothing stops it here either
+    std.commit()
     std.close()
     with Archive(path) as ar:
+        dump = io.StringIO()
+        assert export(ar, dump) == 2 and '{"type": "session", "id": "foreign"}' in dump.getvalue()
         assert [h.session_id for h in ar.search("zebrafinch")] == ["foreign"]
         out = ar.session_search(query="zebrafinch")
         assert [s["session"]["session_id"] for s in out["sessions"]] == ["foreign"], out
