@@ -451,8 +451,8 @@ class Archive:
                     timestamp: float | str | None = None, metadata: dict | None = None) -> int:
         """Append one message and return its id.
 
-        ``role`` is one of constants.ROLES; ``tool_calls`` a list (stored as JSON)
-        or JSON text; ``timestamp`` epoch seconds, ISO-8601 text or a datetime
+        ``role`` is one of constants.ROLES; ``tool_calls`` a list or dict (stored
+        as JSON) or text (stored as given); ``timestamp`` epoch seconds, ISO-8601 text or a datetime
         by the package's one time rule (timeutil.py; no zone means UTC;
         default: now).  The session is created if it does not exist.
         """
@@ -568,18 +568,24 @@ class Archive:
         if metadata is not _UNSET:
             sets.append("metadata = ?")
             args.append(records.metadata_(metadata))
-        if not sets:
-            return self.get_message(message_id) is not None
+        mid = records.message_id(message_id)
+        if not sets or mid is None:
+            return mid is not None and self.get_message(mid) is not None
+
         def update():
-            self._conn.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, int(message_id)))
+            self._conn.execute(f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, mid))
             return self._conn.changes() > 0
 
         return self._write(update)
 
     def delete_message(self, message_id: int) -> bool:
         """Delete one message (and its index entries); False if there was none."""
+        mid = records.message_id(message_id)
+        if mid is None:
+            return False
+
         def delete():
-            self._conn.execute("DELETE FROM messages WHERE id = ?", (int(message_id),))
+            self._conn.execute("DELETE FROM messages WHERE id = ?", (mid,))
             return self._conn.changes() > 0
 
         return self._write(delete)
@@ -634,8 +640,12 @@ class Archive:
     # ------------------------------------------------------------------ reading
 
     def get_message(self, message_id: int) -> dict | None:
+        """The message with this id, or None."""
+        mid = records.message_id(message_id)
+        if mid is None:
+            return None
         with self._lock:
-            row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (int(message_id),)).fetchone()
+            row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (mid,)).fetchone()
         return None if row is None else _message(row)
 
     def messages_of(self, session_id: str, *, after_id: int | None = None, before_id: int | None = None,

@@ -77,6 +77,16 @@ def ident(value, field: str) -> str:
     return text(value, field)
 
 
+def message_id(value) -> int | None:
+    """A message id: an int (or a str of digits); None for one outside SQLite's
+    integers, which no message can have."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"message_id must be an int, not {value!r}")
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def timestamp(value, field: str = "timestamp", *, default_now: bool = True):
     """Seconds since the epoch (float), by the package's one time rule (timeutil.py:
     numbers, ISO-8601 strings, datetimes; no zone means UTC).  None is now, or

@@ -140,3 +140,17 @@ def test_unknown_route_in_index_state_is_an_archive_error(tmp_path):
     c.close()
     with pytest.raises(ArchiveError, match="unknown index 'bm42'"):
         Archive(path)
+
+
+def test_a_message_id_is_an_int_and_one_no_message_can_have_is_no_message():
+    with Archive(":memory:") as ar:
+        mid = ar.add_message("s", "user", "留着")
+        assert ar.get_message(str(mid))["id"] == mid  # digits, as a tool's JSON may send them
+        for bad in (None, True, 1.0, "1x", [1]):  # True is not message 1
+            for call in (ar.get_message, ar.delete_message, lambda m: ar.update_message(m, content="改")):
+                with pytest.raises(InputError, match="message_id must be an int"):
+                    call(bad)
+        for huge in (2**70, -(2**70)):
+            assert ar.get_message(huge) is None and ar.delete_message(huge) is False
+            assert ar.update_message(huge, content="改") is False
+        assert ar.get_message(mid)["content"] == "留着" and ar.count_messages() == 1
