@@ -27,17 +27,11 @@ cjk        every term.  A 1-character CJK run is ``"X"*`` (the index keeps a
            a unigram also stands where the run goes on (用户API).
 unicode61  terms made only of words.  Each is the phrase as typed plus its
            full-width spelling (unicode61 does not fold widths).  unicode61
-           sees ``修改youer服务`` as one token, so words glued to CJK text are
-           looked up in the trigram index (the word as normalized and as
-           typed, all ASCII or all full-width) and checked in Python.  Where
-           trigram cannot look the term up (not live, or every word under 3
-           characters), every non-ASCII row unicode61 did not find is checked
-           in Python instead: slow, but an index added never loses a match.
-           The one gap: with the trigram lookup, an occurrence unicode61
-           does not see as the word (glued to CJK, or mixing full-width and
-           ASCII letters) that is spelled neither like the query nor in
-           uniform width with accents removed: ``ｙouer``, ``修改cafè服务``
-           for cafe.
+           sees ``修改youer服务`` as one token, so every non-ASCII row it did
+           not find is checked in Python for words glued to CJK text: slow,
+           but exact.  No index narrows those rows down exactly: trigram
+           folds neither accents nor widths (``修改café服务``, ``ｃafe`` hold
+           no trigram of cafe).
 trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
            (half-width, decomposed voiced marks; Han variants on an archive
            that folds them) of the run, or of its longest
@@ -53,9 +47,7 @@ scan       every term, by reading rows: ``instr()`` on the text (on
            check); other terms are checked in Python on the rows that
            hold their CJK units.  Slow: the route of last resort.  When the
            router uses it for CJK mixed with words (no cjk index), trigram
-           narrows the rows down first, and unicode61 + trigram do so for the
-           words, with the same unflagged accent gap as unicode61's glued
-           words.
+           narrows the rows down by the CJK units first.
 
 Column restriction is an FTS5 column filter ``{content tool_name tool_calls} :``
 on every MATCH and the same column list for ``instr``/``cjk_term_match``.
@@ -357,42 +349,21 @@ def unicode61_expr(term: Term) -> str:
     return f"({expr} OR {phrase(wide)}{star})" if wide != text else expr
 
 
-def _word_lookup(unit) -> str | None:
-    """trigram lookup for a word where unicode61 does not see it (glued to CJK
-    text): the word as normalized and as typed, each in ASCII and in
-    full-width letters.  Uniform widths only: all 2^n mixtures would make
-    long, unselective lookups.  None under TRIGRAM_MIN characters."""
-    if len(unit.text) < TRIGRAM_MIN:
-        return None
-    forms = []
-    for text in (unit.text, unit.surface.lower() or unit.text):
-        for form in (text, _full_width(text)):
-            if len(form) >= TRIGRAM_MIN and form not in forms:
-                forms.append(form)
-    return "(" + " OR ".join(phrase(s) for s in forms) + ")"
-
-
-def unicode61_term(term: Term, columns, *, trigram: bool = False, **_) -> TermSql | None:
+def unicode61_term(term: Term, columns, **_) -> TermSql | None:
     if not term.words_only:
         return None
     expr = unicode61_expr(term)
     found = _in_fts("unicode61", columns, expr)
-    # any one word's lookup narrows the rows down enough: the check does the rest
-    usable = _longest([(len(u.text), x) for u in term.units if (x := _word_lookup(u))]) if trigram else []
-    if usable:
-        narrow, cost = _in_fts("trigram", columns, " AND ".join(usable)), Cost.CHECKED
-        how = f"{expr}, plus trigram {' AND '.join(usable)} checked in Python for words glued to CJK text"
-    else:  # nothing narrows the glued occurrences down: every row that may hide one is checked
-        why = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
-        narrow, cost = None, Cost.SCAN
-        how = (f"{expr}, plus a Python check of every row with non-ASCII text for words glued to CJK text "
-               f"({why})")
+    # A word glued to CJK text is no word to unicode61.  Nothing narrows those
+    # rows down exactly (trigram folds neither accents nor widths: café and ｃafe
+    # hold no trigram of cafe), so every row that may hide one is checked.
+    how = f"{expr}, plus a Python check of every row with non-ASCII text for words glued to CJK text"
     # Rows unicode61 already found are skipped before the Python check (SQLite's
     # OR optimization may evaluate each branch on its own).
     not_found = Fragment(f"NOT {found.sql}", found.params)
-    glued = checked([f for f in (narrow, not_found, _nonascii(columns)) if f], _verify(term, columns))
+    glued = checked([not_found, _nonascii(columns)], _verify(term, columns))
     either = Fragment(f"({found.sql} OR {glued.sql})", found.params + glued.params, glued.functions)
-    return _term("unicode61", either, rank_match=expr, cost=cost, how=how)
+    return _term("unicode61", either, rank_match=expr, cost=Cost.SCAN, how=how)
 
 
 # ---- trigram ---------------------------------------------------------------
@@ -417,39 +388,22 @@ def trigram_term(term: Term, columns, **_) -> TermSql | None:
 # ---- scan ------------------------------------------------------------------
 
 
-def _word_prefilter(unit, columns) -> Fragment | None:
-    """Rows that may hold ``unit`` inside a mixed term: unicode61 finds it where
-    it stands as a word, trigram where it is glued to CJK text."""
-    lookup = _word_lookup(unit)
-    if lookup is None:
-        return None
-    u61 = _in_fts("unicode61", columns, unicode61_expr(Term(unit.text, (unit,))))
-    tri = _in_fts("trigram", columns, lookup)
-    return Fragment(f"({u61.sql} OR {tri.sql})", u61.params + tri.params, lookup=True)
-
-
-def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False, **_) -> TermSql:
+def scan_term(term: Term, columns, *, trigram: bool = False, **_) -> TermSql:
     if term.is_cjk_run:
         return _term("scan", _instr(term.units[0].text, columns, term.variants), cost=Cost.SCAN,
                      how=f"instr() for {term.units[0].text!r} in every row")
     parts, via = [], []
-    # narrow the rows down before the Python check: CJK units exactly (all
-    # spellings by trigram, or instr on the text); words by unicode61 plus
-    # trigram for glued ones when both are allowed (unicode61's gap)
-    for u in sorted(term.units, key=lambda u: -len(u.text))[:MAX_LOOKUPS]:
-        if u.kind == CJK:
-            lookup = _trigram_lookup(u.text, term.variants) if trigram else None
-            if lookup:
-                parts.append(_in_fts("trigram", columns, lookup))
-                via.append(f"trigram {lookup}")
-            else:
-                parts.append(_instr(u.text, columns, term.variants))
-                via.append(f"instr() {u.text!r}")
-        elif trigram and words:
-            found = _word_prefilter(u, columns)
-            if found:
-                parts.append(found)
-                via.append(f"the word {u.text!r} (unicode61 or trigram)")
+    # narrow the rows down before the Python check by the CJK units, exactly (all
+    # spellings by trigram, or instr on the text); not by the words, which no
+    # index finds exactly where they are glued to CJK text (see unicode61_term)
+    for u in sorted((u for u in term.units if u.kind == CJK), key=lambda u: -len(u.text))[:MAX_LOOKUPS]:
+        lookup = _trigram_lookup(u.text, term.variants) if trigram else None
+        if lookup:
+            parts.append(_in_fts("trigram", columns, lookup))
+            via.append(f"trigram {lookup}")
+        else:
+            parts.append(_instr(u.text, columns, term.variants))
+            via.append(f"instr() {u.text!r}")
     # the index lookups first: they are the cheap, selective ones
     parts.sort(key=lambda part: not part.lookup)
     cost = Cost.CHECKED if parts and parts[0].lookup else Cost.SCAN
@@ -460,16 +414,14 @@ def scan_term(term: Term, columns, *, trigram: bool = False, words: bool = False
 COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_term, "scan": scan_term}
 
 
-def compile_term(route: str, term: Term, columns, *, trigram: bool = False, words: bool = False,
-                 unigrams: bool = False) -> TermSql | None:
+def compile_term(route: str, term: Term, columns, *, trigram: bool = False, unigrams: bool = False) -> TermSql | None:
     """The term on ``route``, or None if the route cannot express it.
 
-    ``trigram``: the trigram index may help (unicode61's glued words, scan's
-    prefilter); pass True only when it is live.  ``words``: so may the
-    unicode61 index (scan's prefilter for words).  ``unigrams``: the cjk index
-    has a unigram for every CJK character (schema.CJK_UNIGRAMS).
+    ``trigram``: the trigram index may narrow scan's rows down by their CJK
+    text; pass True only when it is live.  ``unigrams``: the cjk index has a
+    unigram for every CJK character (schema.CJK_UNIGRAMS).
     """
-    return COMPILERS[route](term, columns, trigram=trigram, words=words, unigrams=unigrams)
+    return COMPILERS[route](term, columns, trigram=trigram, unigrams=unigrams)
 
 
 __all__ = [
