@@ -138,7 +138,7 @@ def test_archive_canned_query_groups_by_session(archive, ask):
     assert hits.status_code == 200, hits.text[:500]
     rows = hits.json()
     assert sorted(r["message_id"] for r in rows) == sorted([ids["said"], ids["tool"]])
-    assert {r["hits_in_session"] for r in rows} == {2}
+    assert {r["hits_in_session"] for r in rows} == {2} and {r["total_matches"] for r in rows} == {2}
     said = next(r for r in rows if r["message_id"] == ids["said"])
     assert said["matched_in"] == "content" and said["cjk_snippet"] == "\x02部署\x03失败了，怎么回滚？"
     assert empty.status_code == 200 and empty.json() == []
@@ -150,6 +150,22 @@ def test_archive_canned_query_groups_by_session(archive, ask):
     plain = sorted(s.replace("<mark>", "").replace("</mark>", "") for s in snippets)
     assert plain == sorted(["伟大的工程", "用户想部署大模型", "这个改动很大", "大别山项目的进度"])
     assert all(re.search("<mark>[^<]*大[^<]*</mark>", s) for s in snippets), snippets
+
+
+def test_the_canned_query_says_when_more_match_than_it_shows(tmp_path):
+    from cjk_tokenizer import Archive
+    from cjk_tokenizer.plugins.datasette import CANNED_HITS
+
+    hosts.require_loading()
+    path = tmp_path / "busy.db"
+    with Archive(path) as ar:
+        for sid in "abc":
+            ar.add_messages(sid, [{"role": "user", "content": f"deploy 第{i}次部署"} for i in range(150)])
+    resp, = _get([path], "/busy/cjk_search.json?q=deploy&reasoning=&_shape=array&_size=max")
+    rows = resp.json()
+    assert len(rows) == CANNED_HITS and {r["total_matches"] for r in rows} == {450}
+    shown = {sid: sum(r["session_id"] == sid for r in rows) for sid in {r["session_id"] for r in rows}}
+    assert all(r["hits_in_session"] == shown[r["session_id"]] for r in rows)
 
 
 def test_archive_terms_that_need_a_row_check(archive, ask):

@@ -360,17 +360,22 @@ def asgi_wrapper(datasette):
 
 # ---- canned query -------------------------------------------------------------------
 
+# The canned query shows the best CANNED_HITS matching messages; total_matches
+# says how many match in all, so a cut list says so on every row.
+CANNED_HITS = 200
+_CANNED_MATCH = (f"{fts_table('cjk')} MATCH cjk_fts_query(:q, :reasoning) AND (cjk_fts_exact(:q, :reasoning) "
+                 f"OR cjk_fts_check(:q, :reasoning, {', '.join(FTS_COLUMNS)}))")
 _CANNED_SQL = f"""WITH hits AS (
   SELECT rowid AS id, rank AS score,
          cjk_match({fts_table('cjk')}, '{_LABELS}', {SNIPPET_CHARS}, char(2), char(3)) AS found
   FROM {fts_table('cjk')}
-  WHERE {fts_table('cjk')} MATCH cjk_fts_query(:q, :reasoning)
-    AND (cjk_fts_exact(:q, :reasoning) OR cjk_fts_check(:q, :reasoning, {', '.join(FTS_COLUMNS)}))
+  WHERE {_CANNED_MATCH}
   ORDER BY rank
-  LIMIT 200
+  LIMIT {CANNED_HITS}
 )
 SELECT m.session_id, s.title,
        count(*) OVER (PARTITION BY m.session_id) AS hits_in_session,
+       (SELECT count(*) FROM {fts_table('cjk')} WHERE {_CANNED_MATCH}) AS total_matches,
        m.id AS message_id, m.role, datetime(m.timestamp, 'unixepoch') AS time,
        json_extract(h.found, '$.column') AS matched_in,
        json_extract(h.found, '$.snippet') AS cjk_snippet
@@ -391,9 +396,10 @@ def canned_queries(datasette, database, actor):
                 "sql": _CANNED_SQL,
                 "title": "Search this archive (cjk index)",
                 "description": (
-                    "Messages matching q (the archive's query language: words, \"phrases\", prefix*, OR, "
-                    "NOT), grouped by session, best session first, each with a highlighted snippet. "
-                    "Reasoning is searched only when reasoning is 1."
+                    f"The best {CANNED_HITS} messages matching q (the archive's query language: words, "
+                    "\"phrases\", prefix*, OR, NOT), grouped by session, best session first, each with a "
+                    "highlighted snippet; hits_in_session counts a session's among them, total_matches "
+                    "every message that matches. Reasoning is searched only when reasoning is 1."
                 ),
             }
         }
