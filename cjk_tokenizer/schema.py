@@ -25,7 +25,9 @@ imported       per source, the identity (``key``: the source's own id or line)
                of every record imported from it, a digest of what it said, and
                the messages it became (``first_id`` .. ``first_id + count - 1``).
                A record seen again with the same digest adds nothing; with a
-               different one it is reported, not imported twice.
+               different one it is reported, not imported twice.  A key that
+               names its record in any file (a Claude Code line's uuid) counts
+               as seen when any source of its format imported it.
 
 The three import tables are created by the first import (``IMPORT_DDL``), so an
 archive made before they existed opens as it is and gains them then.
@@ -254,6 +256,8 @@ IMPORT_DDL = (
     count     INTEGER NOT NULL,
     PRIMARY KEY (source_id, key)
 ) WITHOUT ROWID""",
+    # a record whose key names it in any file (a Claude Code line's uuid) is looked up by key alone
+    "CREATE INDEX IF NOT EXISTS imported_key ON imported(key)",
 )
 
 BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, *INDEXES_DDL,

@@ -142,6 +142,27 @@ def _claude_project(tmp_path):
     return proj, path
 
 
+def test_a_moved_or_copied_claude_code_transcript_adds_only_new_lines(tmp_path):
+    proj, path = _claude_project(tmp_path)
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar:
+        first = ar.import_source(str(proj)).messages
+        assert first == ar.count_messages() > 0
+    moved = proj / "renamed.jsonl"
+    os.rename(path, moved)
+    assert "imported 0 messages" in cli("sync", db).stdout  # the folder is read again: same uuids
+    copy = tmp_path / "backup" / "copy.jsonl"
+    copy.parent.mkdir()
+    later = {"type": "user", "uuid": "u-later", "sessionId": fx.CLAUDE_SESSION, "timestamp": "2025-11-24T11:00:00Z",
+             "message": {"role": "user", "content": "后来又问了一句"}}
+    copy.write_text(moved.read_text(encoding="utf-8") + json.dumps(later, ensure_ascii=False) + "\n", encoding="utf-8")
+    with Archive(db) as ar:
+        report = ar.import_source(str(copy))
+        assert report.messages == 1 and report.unchanged > 0 and not report.changed
+        assert ar.count_messages() == first + 1
+        assert ar.messages_of(fx.CLAUDE_SESSION)[-1]["content"] == "后来又问了一句"
+
+
 def test_claude_code_project_folder(tmp_path):
     proj, _ = _claude_project(tmp_path)
     with Archive(str(tmp_path / "a.db")) as ar:

@@ -16,7 +16,8 @@ Each line is one JSON object with ``type``; conversational lines carry
 * ``system``, ``progress``, ``file-history-snapshot`` and unknown types are
   skipped and counted by type.
 
-A line's identity is its ``uuid`` (its line number when it has none).
+A line's identity is its ``uuid`` (its line number when it has none), in
+whichever file it is read (``global_key``).
 Unknown fields are ignored; ``cwd``, ``gitBranch``, ``version``, ``uuid``,
 ``isSidechain`` and the model are kept in each message's metadata.
 """
@@ -27,6 +28,13 @@ import json
 from .base import Record, SessionInfo, Skip, compact, epoch, json_lines, text_of
 
 NAME = "claude-code"
+
+
+def global_key(key: str) -> bool:
+    """Does ``key`` name its record wherever the file lies?  A line's uuid does
+    (a moved or copied transcript holds the same lines); a line number does not."""
+    return not key.startswith("line ")
+
 _TYPES = {"user", "assistant", "summary", "system", "progress", "file-history-snapshot"}
 
 

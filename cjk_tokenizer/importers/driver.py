@@ -347,9 +347,19 @@ class _Run:
         self.before += src.size or 0
         self.report.sources += 1
 
+    def _imported_elsewhere(self, src: Source, key: str) -> str | None:
+        """The digest ``key`` was imported with from any source of this format, for a
+        format whose keys name a record wherever its file lies (else None)."""
+        anywhere = getattr(FORMATS[src.fmt], "global_key", None)
+        if anywhere is None or not anywhere(key):
+            return None
+        row = self.ar.conn.execute("SELECT i.digest FROM imported i JOIN import_sources s ON s.id = i.source_id "
+                                   "WHERE i.key = ? AND s.format = ? LIMIT 1", (key, src.fmt)).fetchone()
+        return None if row is None else row[0]
+
     def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list) -> None:
         digest = _digest(rec.messages)
-        old = known.get(rec.key)
+        old = known.get(rec.key) or self._imported_elsewhere(src, rec.key)
         if old is not None:
             if old == digest:
                 self.report.unchanged += 1
