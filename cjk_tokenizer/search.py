@@ -743,11 +743,13 @@ class _Walk:
             yield window
             size *= WALK_GROWTH
 
-    def describe(self) -> str:
+    def describe(self, offset: int = 0) -> str:
         first = next(iter(self.windows()), None)
         where = f"ids {first[0]:,} to {first[1]:,} first" if first else "no message to read"
+        # each stretch's LIMIT counts the rows still wanted, the offset's included
+        skip = f" (the first {offset:,} rows found are the offset, left out of it)" if offset else ""
         return (f"{'newest' if self.descending else 'oldest'} first, messages by id in stretches ({where}; "
-                f"each next one {WALK_GROWTH}x as long) until the page is full; each stretch's index "
+                f"each next one {WALK_GROWTH}x as long) until the page is full{skip}; each stretch's index "
                 "lookups read only its rowids")
 
 
@@ -889,7 +891,7 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
     if sql:
         out["sql"] = [st.as_dict() for st in prep.statements]
         if prep.walk is not None:
-            out["walk"] = prep.walk.describe()
+            out["walk"] = prep.walk.describe(prep.offset)
         out["sql_functions"] = sorted(p.functions)
         if prep.floor is not None:
             out["rank_floor"] = prep.floor

@@ -231,8 +231,12 @@ def test_a_frequent_term_s_newest_page_reads_one_short_stretch(tmp_path, monkeyp
     with Archive(path, extension=False) as ar:
         explained = ar.explain("deploy", sort="newest", limit=3, sql=True)
         (st,) = explained["sql"]
-        assert "ids 51 to 60 first" in explained["walk"]
+        assert "ids 51 to 60 first" in explained["walk"] and "offset" not in explained["walk"]
         assert st["params"][1:3] == [51, 60] and st["params"][-2:] == [51, 60]  # the lookup's rowids, the walk's ids
+        # with an offset the statement's LIMIT counts the offset's rows too: the walk says they are left out
+        paged = ar.explain("deploy", sort="newest", limit=3, offset=2, sql=True)
+        assert paged["sql"][0]["sql"].endswith("LIMIT 5 OFFSET 0")
+        assert "the first 2 rows found are the offset, left out of it" in paged["walk"]
         ran = []
         ar.conn.exec_trace = lambda cursor, sql, bindings: ran.append((sql, bindings)) or True
         hits = ar.search("deploy", sort="newest", limit=3)
