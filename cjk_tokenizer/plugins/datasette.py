@@ -15,7 +15,8 @@ filters_from_request on a cjk_tokenizer archive's ``messages`` table, runs
                      one CJK character finds every occurrence) over content,
                      tool_name and tool_calls; reasoning only with
                      ``_reasoning=1`` added.  ``_search_<column>=q``
-                     searches that one FTS column (``_search_reasoning=q``).
+                     searches that one FTS column (``_search_reasoning=q``);
+                     given together, a row must match them all.
                      Datasette itself cannot see
                      the archive's FTS tables (their ``content='messages'`` is
                      single-quoted), so this hook is the only search on that
@@ -215,32 +216,34 @@ async def _archive(datasette, database) -> _Archive | None:
     return _Archive(frozenset(live), folds, unigrams)
 
 
-def _where_from_plan(p) -> tuple[str, dict]:
-    """One WHERE clause on ``messages`` for a routed query, with named parameters."""
+def _where_from_plan(p, prefix: str = "cjk_") -> tuple[str, dict]:
+    """One WHERE clause on ``messages`` for a routed query, with named parameters
+    (their names start with ``prefix``: one per search of a request)."""
     if p.kind == "fts":
         t = fts_table(p.fts_route)
-        return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :cjk_match)", {"cjk_match": p.match}
+        return f"id IN (SELECT rowid FROM {t} WHERE {t} MATCH :{prefix}match)", {f"{prefix}match": p.match}
     cond = p.where()
-    sql, named = name_params(cond.sql, cond.params, "cjk_p")
+    sql, named = name_params(cond.sql, cond.params, f"{prefix}p")
     return f"id IN (SELECT m.id FROM {MESSAGES} AS m WHERE {sql})", named
 
 
-def _search_request(request):
-    """(query, columns, description) asked for by ``request``, or None.
+def _search_request(request) -> list:
+    """The searches ``request`` asks for, each (query, columns, description); a row
+    must match them all, as in Datasette's own search.
 
     ``_search=q`` searches what was said and done; ``&_reasoning=1`` adds
     reasoning; ``_search_<column>=q`` searches that one FTS column.
     """
-    args = request.args
+    args, asked = request.args, []
     if args.get("_search", "").strip():
         reasoning = _is_truthy(args.get("_reasoning"))
         where = "content, tool names and tool calls" + (" and reasoning" if reasoning else "")
-        return args["_search"], searched_columns(reasoning), where
+        asked.append((args["_search"], searched_columns(reasoning), where))
     for col in FTS_COLUMNS:
         q = args.get(f"_search_{col}", "")
         if q.strip():
-            return q, (col,), col
-    return None
+            asked.append((q, (col,), col))
+    return asked
 
 
 def _page_size(request, datasette) -> int:
@@ -260,21 +263,25 @@ def filters_from_request(request, database, table, datasette):
             return None
         asked = _search_request(request)
         context = {"supports_search": True}
-        if asked is None:
+        if not asked:
             return FilterArguments([], extra_context=context)
-        q, cols, where = asked
-        context["search"] = q
-        try:
-            p = plan_query(q, archive.live, columns=cols, cjk_unigrams=archive.cjk_unigrams,
-                           fold_variants=archive.fold_variants)
-        except QueryError as exc:  # shown to the user; the query matches nothing
-            return FilterArguments(["0"], human_descriptions=[f'search "{q}": {exc}'], extra_context=context)
-        clause, params = _where_from_plan(p)
-        if "cjk" in archive.live:
-            match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
-            if match:
-                _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
-        return FilterArguments([clause], params, [f'search in {where} matches "{q}" (route {p.label})'], context)
+        context["search"] = asked[0][0]
+        clauses, params, said = [], {}, []
+        for i, (q, cols, where) in enumerate(asked):
+            try:
+                p = plan_query(q, archive.live, columns=cols, cjk_unigrams=archive.cjk_unigrams,
+                               fold_variants=archive.fold_variants)
+            except QueryError as exc:  # shown to the user; the query matches nothing
+                return FilterArguments(["0"], human_descriptions=[f'search "{q}": {exc}'], extra_context=context)
+            clause, named = _where_from_plan(p, f"cjk{i}_")
+            clauses.append(clause)
+            params.update(named)
+            said.append(f'search in {where} matches "{q}" (route {p.label})')
+            if i == 0 and "cjk" in archive.live:  # the snippets show the first search's match
+                match = p.match if p.fts_route == "cjk" else p.score_match if p.score_route == "cjk" else None
+                if match:
+                    _SEARCH.set({(database, table): _PageSnippets(match, _page_size(request, datasette))})
+        return FilterArguments(clauses, params, said, context)
 
     return inner
 
