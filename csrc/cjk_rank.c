@@ -132,9 +132,11 @@ static void cjkRankFunc(const Fts5ExtensionApi *pApi, Fts5Context *pFts, sqlite3
     return;
   }
   lenNorm = RANK_K1 * (1.0 - RANK_B + RANK_B * (double)nTok / q->avgdl);
+  /* grouped as bm25 groups it, so that where the IDFs are the same (one phrase;
+  ** phrases in half the rows or more) rows bm25 scores alike score alike here */
   for (i = 0; i < q->nPhrase; i++) {
     double f = q->aFreq[i];
-    score += q->aIdf[i] * (f * (RANK_K1 + 1.0)) / (f + lenNorm);
+    score += q->aIdf[i] * ((f * (RANK_K1 + 1.0)) / (f + lenNorm));
   }
   if (q->nPhrase > 0) score /= q->idfSum;
   h->result_double(pCtx, -score);

@@ -13,7 +13,12 @@
 ** instances, column weights, row size and average row size) divided by the
 ** sum of the query phrases' IDF weights, negated as bm25 is (lower is better,
 ** so ORDER BY it ascending).  The divisor is the same for every row of one
-** query, so cjk_rank orders the rows of any query exactly as bm25 does.
+** query, so cjk_rank orders the rows of any query as bm25 does: each
+** phrase's part is grouped as bm25 groups it, so rows bm25 scores alike (to
+** the last bit) score alike here and keep their tie.  The IDFs come from a
+** logarithm of our own (cjk_rank.c says why), within a few units in the last
+** place of libm's: two rows whose bm25 scores differ in their last bits only
+** may be ordered the other way.
 **
 ** Why: bm25 computes each phrase's IDF on its first row by counting every row
 ** the phrase matches in the whole index (xQueryPhrase), however few rows the

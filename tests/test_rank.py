@@ -74,6 +74,33 @@ def test_orders_every_query_as_bm25_does_and_differs_by_one_factor_per_query(db,
     assert first > 0 and all(math.isclose(f, first, rel_tol=1e-9) for f in factors.values())
 
 
+def test_rows_bm25_scores_alike_tie_and_come_newest_first():
+    # phrases in half the rows or more share bm25's floor IDF: rows with different phrases
+    # then score bit for bit alike in bm25, and must here too (the newer first)
+    rng = random.Random(1)
+    words = ["大别山", "项目", "管理", "error", "deploy", "失败", "部署", "the", "foo", "bar", "服务", "系统", "测试"]
+
+    def text(n):
+        return " ".join(rng.choice(words) for _ in range(n)) if n else None
+
+    with Archive(":memory:") as ar:
+        for i in range(300):
+            ar.add_message(f"s{i % 7}", rng.choice(["user", "assistant", "tool"]), text(rng.randint(0, 12)),
+                           reasoning=text(rng.randint(0, 6)), tool_name=rng.choice([None, "deploy", "foo_bar"]),
+                           tool_calls=rng.choice([None, [{"name": "x", "arguments": text(3)}]]),
+                           timestamp=rng.choice([1000, 2000, 3000 + i]))
+        t = "messages_fts_cjk"
+        ties = 0
+        for query in ["error OR 部署 OR 大别山", "失败 OR the", "项目 OR foo OR 系统", "deploy 测试"]:
+            match = ar.explain(query, include_reasoning=True)["match"]
+            bm = dict(ar.conn.execute(f"SELECT rowid, bm25({t}, {', '.join(map(str, WEIGHTS))}) FROM {t} "
+                                      f"WHERE {t} MATCH ?", (match,)))
+            got = [h.message_id for h in ar.search(query, include_reasoning=True, limit=500, relevance_bound=None)]
+            assert got == sorted(bm, key=lambda r: (bm[r], -r)), query
+            ties += len(bm) - len(set(bm.values()))
+        assert ties > 0  # the corpus has such rows
+
+
 def _idf(conn, table, phrase):
     n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     hits = conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)).fetchone()[0]
