@@ -277,11 +277,16 @@ static void snipMerge(CjkSnipWork *w) {
   }
 }
 
-/* The focus: of the W-wide stretches starting at a match, the one whose
-** matches cover the most distinct phrases, then the most matches, the
-** earliest on ties; [first, lastEnd) spans its highlights, at most W. */
+/* The focus: of the W-wide stretches starting at a highlight, the one whose
+** highlights shown whole hold the most distinct phrases, then the most
+** matches, the earliest on ties; [first, lastEnd) spans those highlights, or
+** the first W characters of one longer than W.  A highlight the stretch would
+** cut does not count for it, so one that fits in W is never cut for the sake
+** of another beside it.  The highlights are disjoint and sorted, so their
+** ends grow with their starts and one pass slides the stretch over them; the
+** matches of highlight r are the run of aHit whose iRange is r. */
 static void snipFocus(const CjkSnipWork *w, Snip *p) {
-  int i, j = 0, nDistinct = 0, iBest = 0, iBestEnd = 0;
+  int r, rEnd = 0, h = 0, hEnd = 0, nDistinct = 0, rBest = 0, rBestEnd = 0, hBest = 0;
   long long bestScore = -1;
   p->firstByte = -1;
   if (w->nHit <= 0) {
@@ -289,30 +294,32 @@ static void snipFocus(const CjkSnipWork *w, Snip *p) {
     return;
   }
   memset(w->aCnt, 0, sizeof(int) * (size_t)(w->nPhrase > 0 ? w->nPhrase : 0));
-  for (i = 0; i < w->nHit; i++) {
-    long long score;
-    if (j < i) j = i;
-    while (j < w->nHit && (long long)w->aHit[j].iStart < (long long)w->aHit[i].iStart + p->W) {
-      if (w->aCnt[w->aHit[j].iPhrase]++ == 0) nDistinct++;
-      j++;
+  for (r = 0; r < w->nRange; r++) {
+    long long end = (long long)w->aRange[r].iStart + p->W, score;
+    while (rEnd < w->nRange && w->aRange[rEnd].iEnd <= end) { /* whole in this stretch */
+      for (; hEnd < w->nHit && w->aHit[hEnd].iRange == rEnd; hEnd++) {
+        if (w->aCnt[w->aHit[hEnd].iPhrase]++ == 0) nDistinct++;
+      }
+      rEnd++;
     }
-    score = (long long)nDistinct * ((long long)w->nHit + 1) + (j - i);
+    score = (long long)nDistinct * ((long long)w->nHit + 1) + (hEnd - h);
     if (score > bestScore) {
       bestScore = score;
-      iBest = i;
-      iBestEnd = j;
+      rBest = r;
+      rBestEnd = rEnd;
+      hBest = h;
     }
-    if (--w->aCnt[w->aHit[i].iPhrase] == 0) nDistinct--;
+    for (; h < w->nHit && w->aHit[h].iRange == r; h++) { /* highlight r leaves the stretch */
+      if (h < hEnd && --w->aCnt[w->aHit[h].iPhrase] == 0) nDistinct--;
+    }
+    if (rEnd <= r) { /* r was longer than W, never counted: the next stretch starts empty */
+      rEnd = r + 1;
+      hEnd = h;
+    }
   }
-  p->first = w->aRange[w->aHit[iBest].iRange].iStart;
-  for (i = iBest; i > 0 && w->aHit[i - 1].iRange == w->aHit[iBest].iRange; i--) {
-  }
-  p->firstByte = w->aHit[i].iByte; /* the highlight's first match starts where it does */
-  p->lastEnd = p->first;
-  for (i = iBest; i < iBestEnd; i++) {
-    long long e = w->aRange[w->aHit[i].iRange].iEnd;
-    if (e > p->lastEnd) p->lastEnd = e;
-  }
+  p->first = w->aRange[rBest].iStart;
+  p->firstByte = w->aHit[hBest].iByte; /* the highlight's first match starts where it does */
+  p->lastEnd = rBestEnd > rBest ? w->aRange[rBestEnd - 1].iEnd : w->aRange[rBest].iEnd;
   if (p->lastEnd > p->first + p->W) p->lastEnd = p->first + p->W;
 }
 
@@ -442,6 +449,9 @@ static long long snipStart(const Snip *p) {
           }
         }
       }
+      for (c = ws; c < p->first && cutsWord(p, c); c++) {
+      }
+      if (c < p->first) ws = c; /* no space before the focus: after the cut word, unless the match is in it */
     }
   }
   while (ws < p->first && isSpaceAt(p, ws)) ws++;
@@ -472,6 +482,9 @@ static long long snipEnd(const Snip *p, long long ws) {
           break;
         }
       }
+      for (c = we; c > p->lastEnd && cutsWord(p, c); c--) {
+      }
+      if (c > p->lastEnd) we = c; /* no space in reach: before the cut word, unless the match is in it */
     }
   }
   while (we > ws && we > p->lastEnd && isSpaceAt(p, we - 1)) we--;

@@ -8,19 +8,22 @@
 ** The rule.  Input: a text, its matches (character ranges, each with the
 ** query phrase it belongs to) and a budget of W characters (ellipses not
 ** counted).  Matches that overlap or touch are merged into one highlight.
-** The focus is the W-wide stretch whose matches cover the most distinct
-** phrases, then the most matches, the earliest on ties; it holds the whole
-** match when the match fits in W (a longer one shows its first W characters).
+** The focus is the W-wide stretch, starting at a highlight, whose highlights
+** shown whole hold the most distinct phrases, then the most matches, the
+** earliest on ties: a highlight that fits in W is never cut (a longer one
+** shows its first W characters).
 ** If the text, trimmed of white space, fits in W it is shown whole.
 ** Otherwise the start moves back to a sentence start when one lies within
 ** three quarters of a window of the focus's end, choosing the one nearest to
 ** centring the focus; failing that the focus is centred and a word of a
-** spaced script (Latin, Cyrillic, digits ...) is not cut in two.  A sentence
+** spaced script (Latin, Cyrillic, digits ...) is not cut in two: the start
+** moves after it (unless the focus starts inside it).  A sentence
 ** starts at the text start and after 。！？；｡ (full-width forms too), a
 ** newline (or CR, U+2028, U+2029); after ASCII . ! ? ; only when white space
 ** follows ("settings.yaml" and "a!=b" are no sentence ends).  The end is cut
 ** back to the last sentence end in the window's second half (never before
-** the focus), else to the last white space if it would cut a word.
+** the focus), else, if it would cut a word, to the last white space there,
+** or before the word (unless the focus ends inside it).
 ** Characters the end gave back extend the start to the earliest sentence
 ** start still in budget (or, if the start is not at one, as far as the budget
 ** goes without cutting a word).  White space at either edge is trimmed.  A

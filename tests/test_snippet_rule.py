@@ -52,6 +52,44 @@ def test_the_whole_match_is_kept_when_it_fits_and_its_start_when_not():
     assert out.text[out.highlight[0]:out.highlight[1]] == "b" * 28
 
 
+def _matches(text, *words):
+    out = []
+    for term, word in enumerate(words):
+        i = text.find(word)
+        while i >= 0:
+            out.append((i, i + len(word), term))
+            i = text.find(word, i + 1)
+    return out
+
+
+def test_a_match_that_fits_is_never_cut_for_one_beside_it():
+    # from "message" at 0 the stretch would cut 别山; from the second "message" both fit
+    text = "message. message and some words go here 大别山. tail tail tail tail tail"
+    for budget in (42, 44, 60):
+        out = choose(text, _matches(text, "别山", "message"), budget)
+        assert "大别山." in out.text and "message and" in out.text, (budget, out.text)
+    text = "  大别山管理管理settings.yaml\u30001234567890。 a!=b管理1234567890 message\nword\u2028. . "
+    out = choose(text, _matches(text, "管理", "word"), 57)
+    assert "word" in out.text and not out.text.rstrip(ELLIPSIS)[-1].isspace(), out.text
+    # when no stretch holds both whole, the one shown is shown whole
+    text = "alpha。message 1234567890 abcdefgh 大别山。\n" + "tail " * 10
+    out = choose(text, _matches(text, "别山", "message"), 32)
+    assert out.text[out.highlight[0]:out.highlight[1]] == "message" and "大别" not in out.text.replace("大别山", "")
+
+
+def test_a_word_is_not_cut_at_either_edge_when_a_space_is_out_of_reach():
+    text = "message。message管理 foo.py项目 管理。大别山。\n" + "tail " * 10
+    out = choose(text, _matches(text, "别山", "message"), 32)
+    assert out.text.startswith(ELLIPSIS + "。message管理") and out.text[slice(*out.highlight)] == "message"
+    text = "alpha。message 1234567890 abcdefgh 大别山。\n" + "tail " * 10
+    out = choose(text, _matches(text, "别山", "message"), 38)
+    assert out.text.startswith(ELLIPSIS + "。message 1234567890")
+    # a match inside one long word: the word is cut, as nothing else fits the budget
+    text = "x" * 500 + "NEEDLE" + "y" * 500
+    out = choose(text, [(500, 506, 0)], 40)
+    assert len(out.text) == 40 and out.text[slice(*out.highlight)] == "NEEDLE"
+
+
 def test_the_stretch_with_most_terms_then_most_matches_is_shown():
     text = "alpha once. " + "filler words here. " * 30 + "beta and alpha together. " + "end words. " * 30
     a1 = (0, 5, 0)
