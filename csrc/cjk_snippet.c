@@ -534,6 +534,20 @@ static void snipClusters(const Snip *p, long long *pWs, long long *pWe) {
   *pWe = we;
 }
 
+/* Edges off the highlights outside the focus: an edge inside one moves to
+** the side away from the focus, so no highlight shows in part (the focus's
+** own are whole already, or a longer one is cut at its W-th character). */
+static void snipOffHighlights(const Snip *p, const CjkSnipWork *w, long long *pWs, long long *pWe) {
+  int r;
+  for (r = 0; r < w->nRange; r++) {
+    long long s = w->aRange[r].iStart, e = w->aRange[r].iEnd;
+    if (s < *pWs && *pWs < e && e <= p->first) *pWs = e;
+    if (s < *pWe && *pWe < e && s >= p->lastEnd) *pWe = s;
+  }
+  while (*pWs < p->first && isSpaceAt(p, *pWs)) (*pWs)++;
+  while (*pWe > p->lastEnd && *pWe > *pWs && isSpaceAt(p, *pWe - 1)) (*pWe)--;
+}
+
 /* The window's edges, from the focus and the decoded region. */
 static void snipEdges(const Snip *p, const CjkSnipWork *w, CjkSnipWindow *pOut) {
   long long ws, we;
@@ -541,6 +555,7 @@ static void snipEdges(const Snip *p, const CjkSnipWork *w, CjkSnipWindow *pOut) 
   ws = snipStart(p);
   we = snipEnd(p, ws);
   ws = snipGiveBack(p, ws, we);
+  snipOffHighlights(p, w, &ws, &we);
   snipClusters(p, &ws, &we);
   if (ws < p->iFirst) ws = p->iFirst;
   if (we > p->iEnd) we = p->iEnd;

@@ -26,7 +26,9 @@
 ** or before the word (unless the focus ends inside it).
 ** Characters the end gave back extend the start to the earliest sentence
 ** start still in budget (or, if the start is not at one, as far as the budget
-** goes without cutting a word).  White space at either edge is trimmed.  A
+** goes without cutting a word).  An edge inside a highlight other than the
+** focus's moves off it, away from the focus: no highlight shows in part.
+** White space at either edge is trimmed.  A
 ** character is never split from what extends it: a window edge does not fall
 ** before a combining mark (General Category M, variation selectors included),
 ** an emoji skin-tone modifier or tag, nor after a zero-width joiner -- the

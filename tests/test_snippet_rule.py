@@ -84,6 +84,11 @@ def test_a_word_is_not_cut_at_either_edge_when_a_space_is_out_of_reach():
     text = "alpha。message 1234567890 abcdefgh 大别山。\n" + "tail " * 10
     out = choose(text, _matches(text, "别山", "message"), 38)
     assert out.text.startswith(ELLIPSIS + "。message 1234567890")
+    # nor a highlight beside the focus: 管理 shows whole or not at all
+    text = "\n \na!=ba!=b项目a!=bthe大别山管理项目\n管理  ，大别山，大别山\n  the"
+    out = choose(text, _matches(text, "管理") + [(len(text) - 3, len(text), 1)], 24)
+    shown = out.text.strip(ELLIPSIS)
+    assert shown.count("管") == shown.count("管理") and shown.count("理") == shown.count("管理"), out.text
     # a match inside one long word: the word is cut, as nothing else fits the budget
     text = "x" * 500 + "NEEDLE" + "y" * 500
     out = choose(text, [(500, 506, 0)], 40)
