@@ -27,11 +27,17 @@ cjk        every term.  A 1-character CJK run is ``"X"*`` (the index keeps a
            a unigram also stands where the run goes on (用户API).
 unicode61  terms made only of words.  Each is the phrase as typed plus its
            full-width spelling (unicode61 does not fold widths).  unicode61
-           sees ``修改youer服务`` as one token, so every non-ASCII row it did
-           not find is checked in Python for words glued to CJK text: slow,
-           but exact.  No index narrows those rows down exactly: trigram
-           folds neither accents nor widths (``修改café服务``, ``ｃafe`` hold
-           no trigram of cafe).
+           sees ``修改youer服务`` as one token, so words glued to CJK text are
+           looked up in the trigram index (the word as normalized and as
+           typed, all ASCII or all full-width) and checked in Python; where
+           trigram cannot look the term up (not live, or every word under 3
+           characters) every non-ASCII row unicode61 did not find is checked
+           instead.  The one gap, with the trigram lookup: an occurrence glued
+           to CJK text, or mixing full-width and ASCII letters, spelled
+           neither like the query nor in uniform width with accents removed
+           (``修改café服务``, ``ｃafe`` for cafe): trigram folds neither.
+           Checking every non-ASCII row instead would close it at the price
+           of reading each such row once per word of the query.
 trigram    terms made only of CJK runs of >= 3 characters: every raw spelling
            (half-width, decomposed voiced marks; Han variants on an archive
            that folds them) of the run, or of its longest
@@ -349,21 +355,43 @@ def unicode61_expr(term: Term) -> str:
     return f"({expr} OR {phrase(wide)}{star})" if wide != text else expr
 
 
-def unicode61_term(term: Term, columns, **_) -> TermSql | None:
+def _word_lookup(unit) -> str | None:
+    """trigram lookup for a word where unicode61 does not see it (glued to CJK
+    text): the word as normalized and as typed, each in ASCII and in
+    full-width letters.  Uniform widths only: all 2^n mixtures would make
+    long, unselective lookups.  None under TRIGRAM_MIN characters."""
+    if len(unit.text) < TRIGRAM_MIN:
+        return None
+    forms = []
+    for text in (unit.text, unit.surface.lower() or unit.text):
+        for form in (text, _full_width(text)):
+            if len(form) >= TRIGRAM_MIN and form not in forms:
+                forms.append(form)
+    return "(" + " OR ".join(phrase(s) for s in forms) + ")"
+
+
+def unicode61_term(term: Term, columns, *, trigram: bool = False, **_) -> TermSql | None:
     if not term.words_only:
         return None
     expr = unicode61_expr(term)
     found = _in_fts("unicode61", columns, expr)
-    # A word glued to CJK text is no word to unicode61.  Nothing narrows those
-    # rows down exactly (trigram folds neither accents nor widths: café and ｃafe
-    # hold no trigram of cafe), so every row that may hide one is checked.
-    how = f"{expr}, plus a Python check of every row with non-ASCII text for words glued to CJK text"
+    # A word glued to CJK text is no word to unicode61: trigram narrows those rows
+    # down where it can look a word up, else every row that may hide one is checked
+    usable = _longest([(len(u.text), x) for u in term.units if (x := _word_lookup(u))]) if trigram else []
+    if usable:
+        narrow = _in_fts("trigram", columns, " AND ".join(usable))
+        how = f"{expr}, plus trigram {' AND '.join(usable)} checked in Python for words glued to CJK text"
+    else:
+        why = "no trigram index" if not trigram else f"under {TRIGRAM_MIN} characters for trigram"
+        narrow = None
+        how = (f"{expr}, plus a Python check of every row with non-ASCII text for words glued to CJK text "
+               f"({why})")
     # Rows unicode61 already found are skipped before the Python check (SQLite's
     # OR optimization may evaluate each branch on its own).
     not_found = Fragment(f"NOT {found.sql}", found.params)
-    glued = checked([not_found, _nonascii(columns)], _verify(term, columns))
+    glued = checked([f for f in (narrow, not_found, _nonascii(columns)) if f], _verify(term, columns))
     either = Fragment(f"({found.sql} OR {glued.sql})", found.params + glued.params, glued.functions)
-    return _term("unicode61", either, rank_match=expr, cost=Cost.SCAN, how=how)
+    return _term("unicode61", either, rank_match=expr, cost=Cost.CHECKED if narrow else Cost.SCAN, how=how)
 
 
 # ---- trigram ---------------------------------------------------------------
@@ -417,8 +445,8 @@ COMPILERS = {"cjk": cjk_term, "unicode61": unicode61_term, "trigram": trigram_te
 def compile_term(route: str, term: Term, columns, *, trigram: bool = False, unigrams: bool = False) -> TermSql | None:
     """The term on ``route``, or None if the route cannot express it.
 
-    ``trigram``: the trigram index may narrow scan's rows down by their CJK
-    text; pass True only when it is live.  ``unigrams``: the cjk index has a
+    ``trigram``: the trigram index may narrow rows down (unicode61's glued
+    words, scan's CJK text); pass True only when it is live.  ``unigrams``: the cjk index has a
     unigram for every CJK character (schema.CJK_UNIGRAMS).
     """
     return COMPILERS[route](term, columns, trigram=trigram, unigrams=unigrams)

@@ -19,10 +19,9 @@ CJK run, 1-2 characters        cjk: ``"X"*`` / ``"XY"``        scan: ``instr()``
 CJK run, >= 3 characters       cjk: phrase of bigrams          trigram (every raw spelling); scan
                                                                if trigram is not live
 words only (Latin, code, ...)  cjk (unicode61 semantics        unicode61 (word semantics, bm25),
-                               inside)                         plus a Python check of every non-ASCII
-                                                               row for words glued to CJK text
-                                                               (修改youer服务); scan if unicode61 is
-                                                               not live
+                               inside)                         plus trigram + Python check for words
+                                                               glued to CJK text (修改youer服务);
+                                                               scan if unicode61 is not live
 CJK mixed with words           cjk: one phrase                 scan: Python check of the rows that
                                                                hold the CJK parts (found by trigram
                                                                or instr())
@@ -30,10 +29,11 @@ CJK mixed with words           cjk: one phrase                 scan: Python chec
 
 The cjk route checks in Python only terms with a one-character CJK unit after
 another unit (``abc别``), or, on an index with unigrams, before one.  Without
-the cjk index, words glued to CJK text are found by checking every non-ASCII
-row unicode61 did not find: slow, but exact (an archive on a host without the
-extension still gets every match; no index narrows those rows down exactly,
-as trigram folds neither accents nor widths).
+the cjk index, words glued to CJK text are found through trigram, or, where
+trigram cannot look a term up (not live, or every word under 3 characters), by
+checking every non-ASCII row unicode61 did not find (slow, but exact).  Through
+trigram, an occurrence in another accent or a mixed width (修改café服务 for
+cafe) is not found: compiler.py's one gap.
 
 ``route=`` forces one route for every term (QueryError if that route is not
 live or cannot express a term: unicode61 cannot find CJK text, trigram only
@@ -163,9 +163,10 @@ def _auto(term: Term, live: frozenset, columns, unigrams: bool = False) -> tuple
         return compile_term("cjk", term, columns, unigrams=unigrams), "the cjk index answers every term"
     if term.words_only:
         if "unicode61" in live:
-            why = "words: the unicode61 index (word semantics, bm25); glued occurrences are checked on every " \
-                  "non-ASCII row"
-            return compile_term("unicode61", term, columns), why
+            why = "words: the unicode61 index (word semantics, bm25); " + (
+                "trigram for words glued to CJK text" if tri
+                else "no trigram, so glued occurrences are checked on every non-ASCII row")
+            return compile_term("unicode61", term, columns, trigram=tri), why
         return compile_term("scan", term, columns, trigram=tri), "words, but no word index is live"
     if all(u.kind == "cjk" for u in term.units):
         if tri:
@@ -188,7 +189,8 @@ _CANNOT = {
 
 
 def _forced(term: Term, route: str, live: frozenset, columns, unigrams: bool = False) -> tuple[TermSql, str]:
-    form = compile_term(route, term, columns, unigrams=unigrams)
+    form = compile_term(route, term, columns, trigram=(route == "unicode61" and "trigram" in live),
+                        unigrams=unigrams)
     if form is None:
         raise QueryError(f"route {route!r} cannot express {term}: {_CANNOT[route]}")
     return form, f"route={route!r} was requested"

@@ -496,11 +496,13 @@ def test_explain_names_the_route_and_why(query, live, route, plan):
 
 
 def test_explain_says_how_words_glued_to_cjk_text_are_found_without_the_cjk_index():
-    # every non-ASCII row is checked (slow, exact), whether trigram is live or not
-    for query, live in (("go", NO_EXT), ("youer", NO_EXT), ("youer", frozenset({"unicode61"})),
-                        ("-youer", frozenset({"unicode61"}))):
+    # trigram looks a word of 3+ characters up; a shorter one, or any word without trigram,
+    # is checked on every non-ASCII row (slow, exact)
+    assert "plus trigram" in explain("youer", NO_EXT)["terms"][0]["how"]
+    for query, live in (("go", NO_EXT), ("youer", frozenset({"unicode61"})), ("-youer", frozenset({"unicode61"}))):
         out = explain(query, live)
         assert out["plan"] == "combined" and "non-ASCII" in out["terms"][0]["how"], (query, out)
+    assert "under 3 characters for trigram" in explain("go", NO_EXT)["terms"][0]["how"]
     assert explain("秘密", ALL, include_reasoning=True)["columns"] == ["content", "reasoning", "tool_name", "tool_calls"]
     with pytest.raises(QueryError):
         explain("", ALL)
