@@ -326,14 +326,14 @@ def cjk_term(term: Term, columns, *, unigrams: bool = False, **_) -> TermSql:
     lookup = _in_fts("cjk", columns, expr)
     units = term.units
     if any(u.kind == CJK and len(u.text) == 1 for u in units[1:]):
-        return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
-                     how=f"{expr}, checked in Python (a one-character CJK unit after another unit)")
-    if unigrams and len(units) > 1 and units[0].kind == CJK and len(units[0].text) == 1:
+        why = "a one-character CJK unit after another unit"
+    elif unigrams and len(units) > 1 and units[0].kind == CJK and len(units[0].text) == 1:
         # the unit must end its run, but "X" is also the unigram of every X a run goes on after
-        return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
-                     how=f"{expr}, checked in Python (a one-character CJK unit before another unit, "
-                         "on an index with a unigram for every character)")
-    return _term("cjk", lookup, match=expr, rank_match=expr, cost=Cost.INDEX, how=expr)
+        why = "a one-character CJK unit before another unit, on an index with a unigram for every character"
+    else:
+        return _term("cjk", lookup, match=expr, rank_match=expr, cost=Cost.INDEX, how=expr)
+    return _term("cjk", checked([lookup], _verify(term, columns)), rank_match=expr, cost=Cost.CHECKED,
+                 how=f"{expr}, checked in Python ({why})")
 
 
 # ---- unicode61 -------------------------------------------------------------
@@ -446,8 +446,8 @@ def compile_term(route: str, term: Term, columns, *, trigram: bool = False, unig
     """The term on ``route``, or None if the route cannot express it.
 
     ``trigram``: the trigram index may narrow rows down (unicode61's glued
-    words, scan's CJK text); pass True only when it is live.  ``unigrams``: the cjk index has a
-    unigram for every CJK character (schema.CJK_UNIGRAMS).
+    words, scan's CJK text); pass True only when it is live.  ``unigrams``:
+    the cjk index has a unigram for every CJK character (schema.CJK_UNIGRAMS).
     """
     return COMPILERS[route](term, columns, trigram=trigram, unigrams=unigrams)
 
