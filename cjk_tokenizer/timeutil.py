@@ -8,7 +8,9 @@ Accepted (anything else is a :class:`~cjk_tokenizer.errors.TimeValueError`
 naming the argument):
 
 * epoch seconds: an ``int`` or ``float`` (``bool`` is refused), or a string
-  holding one (``"1714521600"``, ``" 1714521600.5 "``);
+  holding one (``"1714521600"``, ``" 1714521600.5 "``).  A string of 4 to 8
+  digits alone (``"2024"``, ``"20240101"``) is refused as ambiguous: it reads
+  as a year or an ISO-8601 basic date just as well as seconds into 1970-73;
 * an ISO-8601 string: ``2024-05-01``, ``2024-05-01T08:30``,
   ``2024-05-01 08:30:00.5``, ``2024-05-01T08:30:00Z``, ``…+08:00``;
 * a ``datetime.datetime`` or ``datetime.date``.
@@ -36,6 +38,9 @@ MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
 FORMATS_HELP = "ISO-8601 (2024-05-01, 2024-05-01T08:30:00Z, +08:00; no zone = UTC) or epoch seconds"
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# Digits alone that a person means as a year (2024) or a basic date (2024123,
+# 20240101) far more often than as a time in 1970-73.
+_DATE_LIKE = re.compile(r"\d{4,8}")
 
 
 def _in_range(seconds, name: str, shown) -> float:
@@ -72,6 +77,9 @@ def epoch_seconds(value, name: str) -> float:
         return _from_datetime(value, name)
     if isinstance(value, str):
         s = value.strip()
+        if _DATE_LIKE.fullmatch(s):
+            raise TimeValueError(f"{name}={value!r} is ambiguous: it reads as a year or a date as well as epoch "
+                                 f"seconds; write a date as 2024-05-01, or seconds as {s}.0")
         if _NUMBER.fullmatch(s):
             return _in_range(float(s), name, value)
         iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s

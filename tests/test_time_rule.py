@@ -43,7 +43,9 @@ GOOD = [
     (dt.date(2024, 5, 1), T0),
 ]
 BAD = [True, "yesterday", "", float("nan"), float("inf"), 10**400, -1, 1714521600000, "1e400", "2024-13-01",
-       [T0], object()]
+       [T0], object(),
+       # digits a person types as a year or a basic date, which read as seconds into 1970 would filter nothing
+       "2024", " 20240101 ", "2024123"]
 
 
 def _id(v):
@@ -131,7 +133,7 @@ def test_every_entry_point_refuses_a_bad_time_naming_the_argument(ar, tmp_path, 
             assert err["code"] == "bad_argument" and err["argument"] == name, err
 
 
-@pytest.mark.parametrize("value", ["yesterday", "1714521600000", "2024-05-01T25:00"])
+@pytest.mark.parametrize("value", ["yesterday", "1714521600000", "2024-05-01T25:00", "20240101"])
 def test_cli_refuses_a_bad_time_in_one_line_naming_the_option(ar, capsys, value):
     assert main(["search", ar.path, "needle", "--before", value]) == 1
     err = capsys.readouterr().err
