@@ -708,7 +708,8 @@ class Archive:
     def search(self, query: str, *, include_reasoning: bool = False, roles: Iterable[str] | None = None,
                session_id: str | None = None, after: float | str | None = None, before: float | str | None = None,
                sort: str = "relevance", limit: int = 20, route: str | None = None, offset: int = 0,
-               cursor: str | None = None, **options: Any) -> list[Hit]:
+               cursor: str | None = None, exclude_session_ids: Iterable[str] | None = None,
+               **options: Any) -> list[Hit]:
         """Find messages; see search.py for the query language, filters, paging and Hit fields.
 
         Returns a list of Hit with ``next_cursor`` (search.Hits): pass it as
@@ -724,7 +725,26 @@ class Archive:
             return run_search(self._conn, query, live_indexes=live, cjk_unigrams=unigrams,
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
-                              cursor=cursor, fold_variants=self.fold_variants, **options)
+                              cursor=cursor, exclude_session_ids=exclude_session_ids,
+                              fold_variants=self.fold_variants, **options)
+
+    def count_by_session(self, query: str, session_ids: Iterable[str], *, include_reasoning: bool = False,
+                         roles: Iterable[str] | None = None, after: float | str | None = None,
+                         before: float | str | None = None) -> dict[str, int]:
+        """How many messages of each session in ``session_ids`` match ``query``.
+
+        :param query: as for :meth:`search`.
+        :param session_ids: the sessions to count in (at most search.MAX_EXCLUDED).
+        :param include_reasoning, roles, after, before: the filters, as for :meth:`search`.
+        :returns: ``{session id: matching messages}``; sessions without a match are left out.
+        """
+        from .search import count_by_session
+
+        with self._lock, snapshot(self._conn):
+            live, unigrams = self.indexes.served()
+            return count_by_session(self._conn, query, session_ids, live_indexes=live, cjk_unigrams=unigrams,
+                                    include_reasoning=include_reasoning, roles=roles, after=after, before=before,
+                                    fold_variants=self.fold_variants)
 
     def explain(self, query: str, **options: Any) -> dict:
         """Which route(s) would serve ``query`` on this archive now, and why.

@@ -43,7 +43,8 @@ tied to its query: it only says where to continue.
 Filters
 -------
 roles (a role or a list of roles from constants.ROLES; any other name is an
-error, not an empty result), session_id, and a half-open time range
+error, not an empty result), session_id, exclude_session_ids (sessions left
+out; at most MAX_EXCLUDED ids), and a half-open time range
 ``after <= timestamp < before`` (any value timeutil.py accepts: epoch seconds,
 ISO-8601 text or a datetime; no zone means UTC).  ``limit`` is 1..MAX_LIMIT.
 Bad values raise QueryError, never an empty result.
@@ -139,6 +140,8 @@ MAX_LIMIT = 1000
 # Deepest page ``offset`` reaches; beyond it a cursor (newest/oldest) or a
 # time filter goes further at index speed.
 MAX_OFFSET = 100_000
+# Most session ids one search may leave out (each is one SQL parameter).
+MAX_EXCLUDED = 10_000
 # relevance_bound's default: a term matching more rows is ranked among its
 # newest this many matches (bench/RESULTS.md has the measurement behind it).
 RELEVANCE_BOUND = 5_000
@@ -329,7 +332,19 @@ def _time(name: str, value):
         raise QueryError(str(exc)) from None
 
 
-def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
+def _session_ids(ids, name: str) -> list[str]:
+    """``ids`` (one session id or a collection of them) as a sorted list without repeats."""
+    if ids is None:
+        return []
+    ids = [ids] if isinstance(ids, str) else list(ids) if isinstance(ids, (list, tuple, set, frozenset)) else None
+    if ids is None or not all(isinstance(i, str) for i in ids):
+        raise QueryError(f"{name} must be a session id or a list of session ids")
+    if len(ids) > MAX_EXCLUDED:
+        raise QueryError(f"{name} holds {len(ids):,} ids; at most {MAX_EXCLUDED:,}")
+    return sorted(set(ids))
+
+
+def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tuple[str, tuple]:
     sql, params = [], []
     if roles is not None:
         if isinstance(roles, str):
@@ -347,6 +362,10 @@ def _filters(roles, session_id, after, before) -> tuple[str, tuple]:
             raise QueryError(f"session_id must be a str, not {type(session_id).__name__}")
         sql.append("m.session_id = ?")
         params.append(session_id)
+    excluded = _session_ids(exclude_session_ids, "exclude_session_ids")
+    if excluded:
+        sql.append(f"m.session_id NOT IN ({', '.join('?' * len(excluded))})")
+        params.extend(excluded)
     lo, hi = _time("after", after), _time("before", before)
     if lo is not None and hi is not None and lo >= hi:
         raise QueryError(f"empty time range: after ({after}) must be earlier than before ({before})")
@@ -379,7 +398,9 @@ def paging(sort, offset, cursor) -> tuple[str, int, int | None]:
     if cursor is None:
         return sort, offset, None
     kind, _, last = cursor.partition(":") if isinstance(cursor, str) else ("", "", "")
-    if kind not in ("newest", "oldest") or not last.isdigit() or len(last) > 19:
+    # ASCII digits only (str.isdigit also takes other scripts' digits), within SQLite's rowids
+    if (kind not in ("newest", "oldest") or not (last.isascii() and last.isdigit()) or len(last) > 19
+            or int(last) > MAX_ROWID):
         raise QueryError(f"cursor must be a next_cursor from an earlier newest/oldest search, not {cursor!r}")
     if sort not in ("relevance", kind):
         raise QueryError(f"cursor {cursor!r} continues a sort={kind!r} search, not sort={sort!r}")
@@ -768,12 +789,13 @@ def _walk(conn, p: Plan, sort: str, last: int | None, statement) -> _Walk:
 
 def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=None, session_id=None, after=None,
              before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
-             cursor=None, relevance_bound="default", cjk_unigrams=False, fold_variants=False) -> _Prepared:
+             cursor=None, relevance_bound="default", cjk_unigrams=False, fold_variants=False,
+             exclude_session_ids=None) -> _Prepared:
     """Check the arguments, plan, and write the statements (run_search's arguments)."""
     _check(sort, limit, snippet_chars)
     sort, offset, last = paging(sort, offset, cursor)
     bound = _check_bound(relevance_bound)
-    filters = _filters(roles, session_id, after, before)
+    filters = _filters(roles, session_id, after, before, exclude_session_ids)
     p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), route=route,
                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
     state = ensure_functions(conn)
@@ -802,7 +824,8 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
                roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
                before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
                snippet_chars: int = SNIPPET_CHARS, offset: int = 0, cursor: str | None = None,
-               relevance_bound: Any = "default", cjk_unigrams: bool = False, fold_variants: bool = False) -> Hits:
+               relevance_bound: Any = "default", cjk_unigrams: bool = False, fold_variants: bool = False,
+               exclude_session_ids: Iterable[str] | None = None) -> Hits:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring.
 
     ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``);
@@ -811,7 +834,7 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     prep = _prepare(conn, query, live_indexes, include_reasoning=include_reasoning, roles=roles,
                     session_id=session_id, after=after, before=before, sort=sort, limit=limit, route=route,
                     snippet_chars=snippet_chars, offset=offset, cursor=cursor, relevance_bound=relevance_bound,
-                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants)
+                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants, exclude_session_ids=exclude_session_ids)
     p = prep.plan
     out = Hits()
     out.offset = prep.offset
@@ -854,6 +877,28 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)
         return out
+
+
+def count_by_session(conn: Any, query: str, session_ids: Iterable[str], *, live_indexes: Iterable[str],
+                     include_reasoning: bool = False, roles: Iterable[str] | None = None,
+                     after: float | str | None = None, before: float | str | None = None,
+                     cjk_unigrams: bool = False, fold_variants: bool = False) -> dict[str, int]:
+    """How many messages of each of ``session_ids`` match ``query`` within the
+    filters (run_search's): ``{session id: count}``, sessions without a match
+    left out.  One statement over those sessions' messages, which meets the
+    query's index lookups once (SQLite builds each IN list once)."""
+    ids = _session_ids(session_ids, "session_ids")
+    if not ids:
+        return {}
+    fsql, fparams = _filters(roles, None, after, before)
+    p = plan_query(query, live_indexes, columns=searched_columns(include_reasoning), cjk_unigrams=cjk_unigrams,
+                   fold_variants=fold_variants)
+    ensure_functions(conn)
+    cond = p.where()
+    sql = (f"SELECT m.session_id, count(*) FROM {MESSAGES} m WHERE m.session_id IN ({', '.join('?' * len(ids))}) "
+           f"AND {cond.sql}{fsql} GROUP BY m.session_id")
+    with checking(p.node):
+        return dict(conn.execute(sql, (*ids, *cond.params, *fparams)).fetchall())
 
 
 def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool = False,
