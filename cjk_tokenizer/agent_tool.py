@@ -48,14 +48,15 @@ DESCRIPTION = (
     "each: the hit's snippet (the match between the two characters in `marks`, usually ⟦ and ⟧), `where` it "
     "matched, the messages around the hit, the first and last messages of the session, its title and times. Add "
     "`session_id` to search inside one session only. More sessions (`more_sessions`): call again with `offset` = "
-    "`next_offset` (or `cursor` = `next_cursor` for newest/oldest).\n"
+    "`next_offset` (relevance) or `cursor` = `next_cursor` (newest/oldest), never both; inside one session, "
+    "`next_cursor` pages through its hits.\n"
     "2. SCROLL - give `around_message_id` (a message id from earlier results; `session_id` optional): the "
     "messages before and after it (`window` each side, default 5, max 20). Page by calling again with "
     "`prev_anchor` or `next_anchor` from the result. Wins over `query` if both are given.\n"
     "3. READ - give only `session_id`: the whole session, or its first 20 and last 10 messages "
     "(`truncated`: true) when it is longer; scroll to see the middle.\n"
     "4. BROWSE - give nothing (or only `limit`/`after`/`before`): the most recently active sessions with "
-    "title, preview, times and message count.\n"
+    "title, preview, times and message count; `offset` = `next_offset` for the next page.\n"
     "`where` says how a hit was found: \"said\" (visible content), \"thought\" (the model's private reasoning: "
     "it thought it, it did NOT say it), \"tool output\", \"tool call\", \"tool name\". Reasoning is searched and "
     "shown only with include_reasoning=true. Query language: words, \"exact phrase\", prefix*, OR, NOT or "
@@ -129,8 +130,9 @@ _PROPERTIES = {
     "offset": {
         "type": "integer",
         "minimum": 0,
-        "maximum": 100,
-        "description": "DISCOVERY: sessions to skip, for the next page: pass next_offset from the previous result.",
+        "maximum": 10000,
+        "description": "DISCOVERY (up to 100) and BROWSE: sessions to skip, for the next page: pass next_offset "
+                       "from the previous result.",
     },
     "cursor": {
         "type": "string",

@@ -60,7 +60,9 @@ result; ``respond`` does both and returns errors as results.
 Argument rules (documented safe meanings, else a structured error):
 
 * None means "not given", for every argument; a name that is not one of
-  ``ARGUMENTS`` is an ``unknown_argument`` error naming it.
+  ``ARGUMENTS`` is an ``unknown_argument`` error naming it.  A string holding
+  half of a surrogate pair (``"\\ud83d"`` in JSON: text no UTF-8 can hold)
+  is a ``bad_argument`` error.
 
 * ``window``: messages each side of the hit/anchor; an int.  Scroll: default
   5, clamped to 0..20.  Discovery: default 2, clamped to 0..10.  A clamp is
@@ -77,19 +79,26 @@ Argument rules (documented safe meanings, else a structured error):
   oldest) apply to discovery only.  ``include_reasoning`` applies to every
   mode that shows messages.  Arguments a mode does not use are listed in
   ``ignored_arguments``, never silently dropped.
-* ``offset`` (discovery): sessions to skip, clamped to 0..100, for the
-  next page of a relevance search (``next_offset``).  ``cursor``
-  (discovery, newest/oldest): the ``next_cursor`` of the previous page; the
-  next page starts at the first hit of the first session not shown, and new
-  messages arriving meanwhile do not shift it.  A session can show up again
-  on a later page with its older (newest) or newer (oldest) hits.  A page
-  reads at most FETCH_MAX matching messages: when they hold no more sessions
-  than it asks for, newest/oldest continue after them (``next_cursor``) and
-  relevance says in ``notes`` how to reach the others.
+* ``offset``: sessions to skip, for the next page (``next_offset``).
+  Discovery: clamped to 0..100 (past that, ``notes`` says how to go on);
+  browse: 0..10,000.  ``cursor`` (discovery, newest/oldest): the
+  ``next_cursor`` of the previous page; the next page starts at the first hit
+  of the first session not shown, and new messages arriving meanwhile do not
+  shift it.  A session can show up again on a later page with its older
+  (newest) or newer (oldest) hits.  A page gives ``next_offset`` (relevance,
+  browse) or ``next_cursor`` (newest/oldest), never both, and a call given
+  both is an error.  Sessions are found FETCH hits at a time; each further
+  read leaves out the sessions already found, so one busy session never
+  hides the others and ``more_sessions`` is exact.
   ``ranked_among`` (relevance) says the query matched more messages than
   search.RELEVANCE_BOUND and bm25 ranked the newest that many.
-* ``exclude_session_ids`` (a list, or one id): sessions left out of discovery
-  and browse (e.g. the caller's current one).  A session named explicitly by
+* Each discovery session lists its best hit, up to OTHER_HITS more hit ids
+  (``other_hit_ids``) and ``hits_in_session``: how many of its messages
+  match, within the filters.  With ``session_id``, newest/oldest give a
+  ``next_cursor`` that goes on after the last hit listed, to page through
+  the session's hits.
+* ``exclude_session_ids`` (a list, or one id; at most MAX_EXCLUDED): sessions
+  left out of discovery and browse (e.g. the caller's current one).  A session named explicitly by
   ``session_id`` is still served (``notes`` says so).
 * ``around_message_id`` may be an int or a string of digits.
 
@@ -137,10 +146,13 @@ DISCOVERY_WINDOW = (2, 0, 10)
 DISCOVERY_LIMIT = (3, 1, 10)
 DISCOVERY_OFFSET = (0, 0, 100)
 BROWSE_LIMIT = (10, 1, 50)
+BROWSE_OFFSET = (0, 0, 10_000)
+MAX_EXCLUDED = 1000  # session ids one call may leave out
 READ_HEAD, READ_TAIL = 20, 10
 HEAD_MESSAGES, TAIL_MESSAGES = 3, 2  # discovery bookends
 PREVIEW_SCAN = 10  # messages looked at for a browse preview
-FETCH_FIRST, FETCH_MAX = 50, 1000  # hits fetched to fill ``limit`` sessions
+FETCH = 50  # hits one search reads to fill the sessions of a page
+OTHER_HITS = 5  # a session's hits listed by id besides its best
 
 LABELS = {
     "said": "visible message content (what the user or assistant said)",
@@ -363,10 +375,20 @@ def _clamp(name: str, value, spec, clamped: dict) -> int:
     return used
 
 
+def _encodable(name: str, value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SearchArgumentError("bad_argument", f"{name} holds half of a surrogate pair "
+                                                  f"({value[exc.start]!r} at character {exc.start}), "
+                                                  "which is no text: send the whole character", name) from None
+    return value
+
+
 def _str(name: str, value):
     if value is not None and not isinstance(value, str):
         raise SearchArgumentError("bad_argument", f"{name} must be a string, not {type(value).__name__}", name)
-    return value
+    return value if value is None else _encodable(name, value)
 
 
 def _str_list(name: str, value) -> list | None:
@@ -375,9 +397,9 @@ def _str_list(name: str, value) -> list | None:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
-        raise SearchArgumentError("bad_argument", f"{name} must be a string or a list of strings, not {value!r}",
-                                  name)
-    return list(value)
+        raise SearchArgumentError("bad_argument", f"{name} must be a string or a list of strings, not "
+                                                  f"{repr(value)[:200]}", name)
+    return [_encodable(name, v) for v in value]
 
 
 @dataclass(frozen=True)
@@ -435,12 +457,19 @@ def _check_ids_and_counts(given: dict) -> dict:
     if offset is not None and offset < 0:
         raise SearchArgumentError("bad_argument", f"offset must be 0 or more, not {offset}", "offset")
     out["offset"] = offset
+    if offset is not None and given.get("cursor") is not None:
+        raise SearchArgumentError("bad_argument", "give offset or cursor, not both: a cursor already says where "
+                                                  "the next page starts", "offset")
     reasoning = given.get("include_reasoning", False)
     if not isinstance(reasoning, bool):
         raise SearchArgumentError("bad_argument", f"include_reasoning must be true or false, not {reasoning!r}",
                                   "include_reasoning")
     out["include_reasoning"] = reasoning
-    out["exclude_session_ids"] = frozenset(_str_list("exclude_session_ids", given.get("exclude_session_ids")) or ())
+    excluded = _str_list("exclude_session_ids", given.get("exclude_session_ids")) or ()
+    if len(excluded) > MAX_EXCLUDED:
+        raise SearchArgumentError("bad_argument", f"exclude_session_ids holds {len(excluded):,} ids; at most "
+                                                  f"{MAX_EXCLUDED:,}", "exclude_session_ids")
+    out["exclude_session_ids"] = frozenset(excluded)
     return out
 
 
@@ -498,7 +527,7 @@ _USES = {
     "discovery": {"query", "session_id", "window", "limit", "include_reasoning", "roles", "after", "before",
                   "sort", "exclude_session_ids", "offset", "cursor"},
     "read": {"session_id", "include_reasoning"},
-    "browse": {"limit", "after", "before", "exclude_session_ids"},
+    "browse": {"limit", "after", "before", "exclude_session_ids", "offset"},
 }
 
 
@@ -618,31 +647,39 @@ def _read(archive, a: SessionSearchArgs, out: dict) -> dict:
     return out
 
 
-def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, int, int | None, int | None]:
-    """Best hit per session, sessions in hit order: (groups, more_sessions, hits_seen,
-    ranked_among, read_up_to).
+def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, int, int | None, set]:
+    """Hits grouped by session, sessions in the order of their best hit:
+    (groups, more_sessions, hits_read, ranked_among, complete).
 
-    ``limit`` counts the sessions wanted, those the offset skips included.  At most
-    FETCH_MAX hits are read: when they hold no more than ``limit`` sessions, other
-    sessions may match past them, and ``read_up_to`` is the id of the last hit read
-    (else None)."""
-    excluded = set() if a.session_id is not None else a.exclude_session_ids
-    fetch = FETCH_FIRST
+    ``limit`` counts the sessions wanted, those the offset skips included.
+    Each search reads FETCH hits; the next one leaves out the sessions found
+    so far, so it adds at least one session, and every hit it finds ranks
+    below the hits read before (they were the best of a set holding it):
+    the order of sessions is that of one long read.  ``complete`` holds the
+    sessions all of whose hits were read (found by a search that ran out)."""
+    skip = set() if a.session_id is not None else set(a.exclude_session_ids)
+    groups: dict = {}
+    complete: set = set()
+    read, ranked_among = 0, None
     while True:
         hits = archive.search(
             a.query, include_reasoning=a.include_reasoning, roles=a.roles, session_id=a.session_id,
-            after=a.after, before=a.before, sort=a.sort, limit=fetch, cursor=a.cursor,
+            after=a.after, before=a.before, sort=a.sort, limit=FETCH, cursor=a.cursor,
+            exclude_session_ids=sorted(skip | groups.keys()) or None,
         )
-        groups: dict = {}
+        ranked_among = ranked_among or getattr(hits, "ranked_among", None)
+        read += len(hits)
+        found = []
         for h in hits:
-            if h.session_id in excluded:
-                continue
+            if h.session_id not in groups:
+                found.append(h.session_id)
             groups.setdefault(h.session_id, []).append(h)
-        if len(groups) > limit or len(hits) < fetch or fetch >= FETCH_MAX:
-            capped = len(groups) <= limit and len(hits) >= FETCH_MAX
-            return (list(groups.values()), len(groups) > limit, len(hits), getattr(hits, "ranked_among", None),
-                    hits[-1].message_id if capped else None)
-        fetch = min(fetch * 4, FETCH_MAX)
+        if len(hits) < FETCH:
+            complete.update(found)
+            break
+        if len(groups) > limit:
+            break
+    return list(groups.values()), len(groups) > limit, read, ranked_among, complete
 
 
 def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
@@ -654,37 +691,43 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     limit = _clamp("limit", a.limit, DISCOVERY_LIMIT, out["clamped"])
     offset = _clamp("offset", a.offset, DISCOVERY_OFFSET, out["clamped"])
     reason = a.include_reasoning
-    groups, more, seen, ranked_among, read_up_to = _group_hits(archive, a, offset + limit)
+    groups, more, seen, ranked_among, complete = _group_hits(archive, a, offset + limit)
     sort = a.sort
     paged = {"offset": offset}
     if ranked_among:
         paged["ranked_among"] = ranked_among
         out["notes"].append(f"more than {ranked_among:,} messages match: relevance ranks the newest "
                             f"{ranked_among:,}; use after/before or sort newest/oldest to reach older ones")
-    if more:
+    if more and sort != "relevance":  # continue at the first hit of the first session not shown
+        first = groups[offset + limit][0].message_id
+        paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
+    elif more and offset + limit <= DISCOVERY_OFFSET[2]:
         paged["next_offset"] = offset + limit
-        if sort != "relevance":  # continue at the first hit of the first session not shown
-            first = groups[offset + limit][0].message_id
-            paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
-    elif read_up_to is not None:  # the hits read hold too few sessions: others may match past them
-        if sort != "relevance":
-            more = True
-            paged["next_cursor"] = f"{sort}:{read_up_to}"  # continue after the last hit read
-            out["notes"].append(f"the {seen:,} matching messages read hold {len(groups)} session(s); "
-                                "next_cursor continues after them")
-        else:
-            out["notes"].append(f"relevance reads the best {seen:,} matching messages: they hold {len(groups)} "
-                                "session(s); sort newest/oldest pages past them, as do after/before")
+    elif more:
+        out["notes"].append(f"relevance pages reach offset {DISCOVERY_OFFSET[2]}; sort newest/oldest "
+                            "(next_cursor) or after/before reach the other sessions")
+    shown = [hits for hits in groups[offset:offset + limit]]
+    # a search with a cursor read the hits after it only; otherwise a session is
+    # complete when the search that found it ran out
+    counted = archive.count_by_session(
+        a.query, [h[0].session_id for h in shown if a.cursor or h[0].session_id not in complete],
+        include_reasoning=reason, roles=a.roles, after=a.after, before=a.before) if shown else {}
     results = []
-    for hits in groups[offset:]:
-        if len(results) == limit:
-            break
+    for hits in shown:
         best = hits[0]
         session = archive.session(best.session_id) or _orphan_session(archive, best.session_id)
         message = archive.get_message(best.message_id)
         if session is None or message is None:  # deleted since the search
             continue
-        results.append(_session_result(archive, session, message, best, hits, w, reason))
+        total = counted.get(best.session_id, len(hits))
+        results.append(_session_result(archive, session, message, best, hits, w, reason, max(total, len(hits))))
+    if a.session_id is not None and results and len(shown[0]) > 1 + OTHER_HITS:  # hits read past those listed
+        paged["more_hits_in_session"] = True
+        if sort != "relevance":
+            paged["next_cursor"] = f"{sort}:{shown[0][OTHER_HITS].message_id}"
+            out["notes"].append("next_cursor goes on with this session's hits after the last one listed")
+        else:
+            out["notes"].append("sort newest or oldest pages through this session's other hits (next_cursor)")
     out.update({
         "query": a.query,
         "include_reasoning": reason,
@@ -696,7 +739,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         "hits_considered": seen,
         "labels": LABELS,
     })
-    if not results and groups and read_up_to is None:  # there are matches, all before the offset
+    if not results and groups:  # there are matches, all before the offset
         out["notes"].append(f"offset {offset} is past the last session that matches ({len(groups)} match)")
     elif not results:
         out["notes"].append("no match" + ("" if reason else "; reasoning was not searched "
@@ -704,7 +747,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     return out
 
 
-def _session_result(archive, session, message, best, hits, w, reason) -> dict:
+def _session_result(archive, session, message, best, hits, w, reason, total: int) -> dict:
     sid = session["id"]
     snippet, marks = marked_snippet(best)
     column = getattr(best, "column", None) or (best.matched_in[0] if best.matched_in else None)
@@ -739,8 +782,8 @@ def _session_result(archive, session, message, best, hits, w, reason) -> dict:
             "marks": marks,
             "route": best.route,
         },
-        "other_hit_ids": [h.message_id for h in hits[1:6]],
-        "hits_in_session": len(hits),
+        "other_hit_ids": [h.message_id for h in hits[1:1 + OTHER_HITS]],
+        "hits_in_session": total,
         "head": [render_message(m, BOOKEND_CHARS, reason) for m in head],
         "messages_between_head_and_window": gap_before,
         "window": window,
@@ -766,17 +809,21 @@ def _preview(archive, sid: str) -> str | None:
 
 def _browse(archive, a: SessionSearchArgs, out: dict) -> dict:
     limit = _clamp("limit", a.limit, BROWSE_LIMIT, out["clamped"])
+    skip = _clamp("offset", a.offset, BROWSE_OFFSET, out["clamped"])
     lo, hi, excluded = a.after, a.before, a.exclude_session_ids
-    picked, offset, page, more, done = [], 0, max(limit * 2, 20), False, False
+    picked, read, page, more, done, passed = [], 0, max(limit * 2, 20), False, False, 0
     while not done:
-        batch = archive.sessions(limit=page, offset=offset)
-        offset += len(batch)
+        batch = archive.sessions(limit=page, offset=read)
+        read += len(batch)
         done = len(batch) < page
         for s in batch:
             if lo is not None and (s["last_active"] is None or s["last_active"] < lo):
                 done = True  # most recently active first: the rest are older (or empty)
                 break
             if s["id"] in excluded or (hi is not None and (s["started_at"] is None or s["started_at"] >= hi)):
+                continue
+            if passed < skip:  # the sessions of earlier pages
+                passed += 1
                 continue
             if len(picked) == limit:
                 more = done = True
@@ -787,7 +834,14 @@ def _browse(archive, a: SessionSearchArgs, out: dict) -> dict:
         entry = render_session(s)
         entry["preview"] = _preview(archive, s["id"])
         sessions.append(entry)
-    out.update({"sessions": sessions, "more_sessions": more, "total_sessions": archive.count_sessions()})
+    out.update({"sessions": sessions, "more_sessions": more, "offset": skip,
+                "total_sessions": archive.count_sessions()})
+    if more and skip + limit <= BROWSE_OFFSET[2]:
+        out["next_offset"] = skip + limit
+    elif more:
+        out["notes"].append(f"browse pages reach offset {BROWSE_OFFSET[2]:,}; before/after reach the other sessions")
+    elif not sessions and passed:
+        out["notes"].append(f"offset {skip} is past the last session ({passed} listed before it)")
     return out
 
 

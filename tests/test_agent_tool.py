@@ -171,3 +171,15 @@ def test_results_are_plain_json_with_no_escaped_cjk(archive):
     text = handle_session_search(archive, {"session_id": "s1"})
     assert not re.search(r"\\u[0-9a-f]{4}", text)
     assert json.loads(text)["messages"][0]["content"] == "部署失败了，怎么回滚？"
+
+
+@pytest.mark.parametrize("name", ["query", "session_id", "exclude_session_ids", "cursor"])
+def test_half_a_surrogate_pair_is_an_argument_error_not_a_broken_result(tmp_path, name):
+    # json.loads accepts "\\ud83d" alone (half an emoji escape), which no UTF-8 can hold
+    with Archive(tmp_path / "s.db") as ar:
+        ar.add_message("s", "user", "hello")
+        raw = '{"%s": %s}' % (name, '["x\\ud83d"]' if name == "exclude_session_ids" else '"x\\ud83d"')
+        text = handle_session_search(ar, raw)
+        text.encode("utf-8")  # the agent loop can forward it
+        err = json.loads(text)["error"]
+        assert err["code"] == "bad_argument" and err["argument"] == name, err

@@ -97,6 +97,9 @@ def test_relevance_has_no_cursor_and_a_cursor_brings_its_sort(archive):
     (dict(offset=True), "offset"), (dict(cursor="bogus"), "cursor"), (dict(cursor="newest:x"), "cursor"),
     (dict(cursor=17), "cursor"), (dict(cursor="relevance:5"), "cursor"), (dict(cursor="newest:" + "9" * 30), "cursor"),
     (dict(cursor="newest:5", sort="oldest"), "continues a sort='newest'"),
+    # past SQLite's rowids, and digits of another script, which int() would read
+    (dict(cursor="oldest:9999999999999999999"), "cursor"), (dict(cursor="newest:\u0663\u0664"), "cursor"),
+    (dict(exclude_session_ids=[1]), "exclude_session_ids"), (dict(exclude_session_ids=5), "exclude_session_ids"),
 ])
 def test_bad_paging_arguments_are_clear_errors(archive, kwargs, message):
     with pytest.raises(QueryError, match=message):
@@ -130,24 +133,114 @@ def test_discovery_past_the_last_session_says_so_not_no_match(archive):
     assert archive.session_search(query="nosuchwordanywhere")["notes"][0].startswith("no match")
 
 
-def test_discovery_reaches_a_session_past_the_most_hits_a_page_reads(tmp_path):
-    # one busy session holds the newest FETCH_MAX matches: the older session is still reachable
-    from cjk_tokenizer.session_search import FETCH_MAX
+@pytest.mark.parametrize("sort", ["relevance", "newest", "oldest"])
+def test_one_busy_session_hides_no_other_session(tmp_path, sort):
+    # the busy session holds far more matches than one read takes (FETCH): the others still
+    # come on the first page, in order, and more_sessions is exact
+    from cjk_tokenizer.session_search import FETCH
 
     with Archive(tmp_path / "busy.db") as ar:
-        ar.add_message("old", "user", "部署 in the old session", timestamp=1000)
+        for k in range(4):
+            ar.add_message(f"old{k}", "user", f"部署 in old session {k}", timestamp=1000 + k)
         ar.add_messages("busy", [{"role": "user", "content": f"部署 step {i}", "timestamp": 2000 + i}
-                                 for i in range(FETCH_MAX + 10)])
-        first = ar.session_search(query="部署", sort="newest", limit=3)
-        assert [s["session"]["session_id"] for s in first["sessions"]] == ["busy"]
-        assert first["more_sessions"] and "next_cursor" in first and "next_offset" not in first
-        assert first["notes"] == [f"the {FETCH_MAX:,} matching messages read hold 1 session(s); "
-                                  "next_cursor continues after them"]
-        second = ar.session_search(query="部署", sort="newest", limit=3, cursor=first["next_cursor"])
-        assert [s["session"]["session_id"] for s in second["sessions"]] == ["busy", "old"]
-        assert not second["more_sessions"]
-        ranked = ar.session_search(query="部署", limit=3)
-        assert not ranked["more_sessions"] and "newest/oldest" in ranked["notes"][-1]
+                                 for i in range(FETCH * 5 + 10)])
+        first = ar.session_search(query="部署", sort=sort, limit=3)
+        got = [s["session"]["session_id"] for s in first["sessions"]]
+        assert got[0] == "busy" if sort != "oldest" else got == ["old0", "old1", "old2"]
+        if sort == "newest":
+            assert got == ["busy", "old3", "old2"]
+        assert first["more_sessions"] and "notes" not in first
+        assert first["sessions"][0]["hits_in_session"] == (FETCH * 5 + 10 if got[0] == "busy" else 1)
+        # the current session left out: the others fill the page
+        others = ar.session_search(query="部署", sort=sort, limit=3, exclude_session_ids=["busy"])
+        names = [s["session"]["session_id"] for s in others["sessions"]]
+        assert len(names) == 3 and "busy" not in names and others["more_sessions"]
+        key = "next_offset" if sort == "relevance" else "next_cursor"
+        assert key in others and ({"next_offset", "next_cursor"} - {key}).isdisjoint(others)
+        rest = ar.session_search(query="部署", sort=sort, limit=3, exclude_session_ids=["busy"],
+                                 **{key[5:]: others[key]})
+        assert len(rest["sessions"]) == 1 and not rest["more_sessions"]
+        assert set(names) | {rest["sessions"][0]["session"]["session_id"]} == {f"old{k}" for k in range(4)}
+
+
+def test_relevance_paging_stops_at_the_offset_cap(tmp_path):
+    # next_offset never points past what offset accepts: following it cannot loop on one page
+    from cjk_tokenizer.session_search import DISCOVERY_OFFSET
+
+    cap = DISCOVERY_OFFSET[2]
+    with Archive(tmp_path / "many.db") as ar:
+        for k in range(cap + 20):
+            ar.add_message(f"s{k:03d}", "user", f"needle {k}", timestamp=1000 + k)
+        offset, seen = 0, []
+        for _ in range(cap):
+            page = ar.session_search(query="needle", limit=10, offset=offset)
+            assert "clamped" not in page, page["clamped"]
+            seen += [s["session"]["session_id"] for s in page["sessions"]]
+            if "next_offset" not in page:
+                break
+            offset = page["next_offset"]
+        assert len(seen) == len(set(seen)) == cap + 10
+        assert page["more_sessions"] and "newest/oldest" in page["notes"][-1]
+
+
+def test_offset_and_cursor_together_are_refused(archive):
+    first = archive.session_search(query="部署", limit=2, sort="newest")
+    assert "next_cursor" in first and "next_offset" not in first
+    both = archive.session_search(query="部署", limit=2, offset=2, cursor=first["next_cursor"])
+    assert both["error"]["code"] == "bad_argument" and both["error"]["argument"] == "offset"
+
+
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+def test_every_hit_of_one_session_is_reachable(tmp_path, sort):
+    from cjk_tokenizer.session_search import OTHER_HITS
+
+    with Archive(tmp_path / "one.db") as ar:
+        ids = [ar.add_message("s", "user", f"部署 {i}" if i % 2 else f"other {i}", timestamp=1000 + i)
+               for i in range(40)]
+        want = [i for n, i in enumerate(ids) if n % 2]
+        want = want[::-1] if sort == "newest" else want
+        got, cursor = [], None
+        for _ in range(len(want)):
+            page = ar.session_search(query="部署", session_id="s", sort=sort, cursor=cursor)
+            (entry,) = page["sessions"]
+            assert entry["hits_in_session"] == len(want)
+            got += [entry["hit"]["message_id"], *entry["other_hit_ids"]]
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                break
+            assert page["more_hits_in_session"] and len(entry["other_hit_ids"]) == OTHER_HITS
+        assert got == want
+
+
+def test_hits_in_session_counts_every_match_of_the_session(tmp_path):
+    # sessions found in a read that did not run out still get their true count
+    from cjk_tokenizer.session_search import FETCH
+
+    with Archive(tmp_path / "count.db") as ar:
+        for k in range(FETCH + 5):
+            for j in range(3):
+                ar.add_message(f"x{k:02d}", "user", f"needle {k} {j}", timestamp=1000 + 10 * j + k)
+        out = ar.session_search(query="needle", limit=10, sort="newest")
+        assert [s["hits_in_session"] for s in out["sessions"]] == [3] * 10
+        inside = ar.count_by_session("needle", ["x00", "x01", "nosuch"])
+        assert inside == {"x00": 3, "x01": 3}
+
+
+def test_browse_pages_through_every_session(tmp_path):
+    with Archive(tmp_path / "browse.db") as ar:
+        for k in range(75):
+            ar.add_message(f"s{k:02d}", "user", f"hello {k}", timestamp=1000 + k)
+        seen, offset = [], 0
+        while True:
+            page = ar.session_search(limit=20, offset=offset)
+            assert "ignored_arguments" not in page
+            seen += [s["session_id"] for s in page["sessions"]]
+            if "next_offset" not in page:
+                break
+            offset = page["next_offset"]
+        assert seen == [f"s{k:02d}" for k in range(74, -1, -1)]
+        past = ar.session_search(limit=20, offset=100)
+        assert past["sessions"] == [] and "past the last session" in past["notes"][0]
 
 
 @pytest.mark.parametrize("sort", ["newest", "oldest"])
@@ -274,3 +367,14 @@ def test_bounded_relevance_reads_lookups_above_the_floor_only_and_finds_the_same
     monkeypatch.setattr(Plan, "where", lambda self, window=None: whole(self))  # every rowid
     assert got == pages()
     assert sum(len(ids) for ids, _ in got) == len(archive.search(query, sort="newest", limit=1000))
+
+
+def test_a_cursor_past_the_rowids_is_an_argument_error_everywhere(archive, capsys):
+    from cjk_tokenizer.cli import main
+
+    for cursor in ("oldest:9999999999999999999", "newest:\u0663\u0664"):
+        out = archive.session_search(query="部署", cursor=cursor)
+        assert out["error"]["code"] == "bad_argument" and out["error"]["argument"] == "cursor"
+        assert main(["search", archive.path, "部署", "--cursor", cursor]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "cursor" in err and "Traceback" not in err
