@@ -228,7 +228,9 @@ def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=No
     )
 
 
-def _parts_text(parts, extra: dict) -> str | None:
+def parts_text(parts, extra: dict) -> str | None:
+    """The text parts of a list-shaped content joined with newlines; the other parts go to
+    ``extra["content_parts"]``."""
     texts, others = [], []
     for part in parts:
         if isinstance(part, str):
@@ -260,7 +262,7 @@ def openai_row(session_id, msg) -> MessageRow:
         extra["name"] = msg["name"]
     content = msg.get("content")
     if isinstance(content, list):
-        content = _parts_text(content, extra)
+        content = parts_text(content, extra)
     reasoning = [r for r in (msg.get("reasoning"), msg.get("reasoning_content")) if r is not None]
     if any(not isinstance(r, str) for r in reasoning):
         # e.g. structured reasoning details: keep them, index nothing from them

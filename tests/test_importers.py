@@ -132,6 +132,23 @@ def test_a_hermes_message_the_archive_cannot_store_is_named_by_its_id(tmp_path, 
         assert ar.count_messages() == 4  # the others are imported
 
 
+def test_hermes_content_of_parts_is_stored_as_its_text(tmp_path, hermes_state):
+    # Hermes encodes a message whose content is a list of parts (text + image) as NUL "json:" + JSON
+    from pathlib import Path
+
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("h1", "cli")
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    writer.append_message("h1", "user", [{"type": "text", "text": "看这张图：大别山"}, image], timestamp=1764000004.0)
+    writer.close()
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(db)
+        (m,) = ar.messages_of("h1")
+        assert m["content"] == "看这张图：大别山" and m["metadata"]["content_parts"] == [image]
+        assert _hit_ids(ar, "大别山") == {m["id"]}
+
+
 # ------------------------------------------------------------------ Claude Code
 
 

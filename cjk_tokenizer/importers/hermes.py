@@ -8,7 +8,9 @@ ended_at, model, parent_session_id, end_reason, cwd, git_branch) and
 ``tool_name`` and ``tool_call_id``; ``tool_calls``; ``timestamp``; and the
 reasoning: ``reasoning``, ``reasoning_content`` and the text inside
 ``reasoning_details`` and ``codex_reasoning_items`` (JSON), joined with
-duplicates dropped.  The FTS side tables are ignored.  Columns a version does
+duplicates dropped.  Content Hermes stored as a list of parts (text and
+images: ``"\\x00json:"`` and the parts as JSON) becomes its text parts, the
+other parts kept in metadata under ``content_parts``, as records.py does.  The FTS side tables are ignored.  Columns a version does
 not have are read as absent, so older and newer schemas import alike.
 
 A message's identity is its ``messages.id``.  Session rows are re-read on
@@ -22,6 +24,7 @@ import urllib.parse
 import apsw
 
 from ..constants import ROLES
+from ..records import parts_text
 from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
 
 NAME = "hermes"
@@ -110,6 +113,23 @@ def _parsed(raw):
     return raw or None
 
 
+# What Hermes writes before the JSON of content that is a list (or dict) of parts.
+_JSON_CONTENT = "\x00json:"
+
+
+def _content(raw, meta: dict):
+    """A message's content as text: Hermes' encoding of parts decoded (see the module doc)."""
+    if not (isinstance(raw, str) and raw.startswith(_JSON_CONTENT)):
+        return raw
+    try:
+        parts = json.loads(raw[len(_JSON_CONTENT):])
+    except (ValueError, RecursionError):
+        return raw
+    if isinstance(parts, dict):
+        parts = [parts]
+    return parts_text(parts, meta) if isinstance(parts, list) else raw
+
+
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
     have = _columns(conn, table)
     cols = [c if c in have else f"NULL AS {c}" for c in wanted]
@@ -146,12 +166,13 @@ def read(src):
             try:
                 reasoning = join_text(r["reasoning"], r["reasoning_content"], *_json_texts(r["reasoning_details"]),
                                       *_json_texts(r["codex_reasoning_items"]))
+                meta = compact({"finish_reason": r["finish_reason"]})
+                content = _content(r["content"], meta)
                 yield Record(str(r["id"]), None, [{
-                    "session_id": str(r["session_id"]), "role": r["role"], "content": r["content"],
+                    "session_id": str(r["session_id"]), "role": r["role"], "content": content,
                     "reasoning": reasoning, "tool_calls": _parsed(r["tool_calls"]),
                     "tool_call_id": r["tool_call_id"], "tool_name": r["tool_name"],
-                    "timestamp": epoch(r["timestamp"]),
-                    "metadata": compact({"finish_reason": r["finish_reason"]}),
+                    "timestamp": epoch(r["timestamp"]), "metadata": meta,
                 }])
             except ValueError as exc:
                 yield Skip("bad", None, f"message id {r['id']}: {exc}")
