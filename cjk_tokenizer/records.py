@@ -14,7 +14,8 @@ Decisions (documented here because callers rely on them):
   ``ensure_ascii=False`` so CJK inside arguments stays CJK and is indexed as
   such; given as a string, it is stored as is.  JSON (given as a value, or a
   string that parses as JSON) must nest at most ``MAX_JSON_DEPTH`` levels,
-  hold no NaN or Infinity (not JSON: other readers reject them) and be at
+  hold no NaN or Infinity (not JSON: other readers reject them), nor a
+  number past a double's range (1e400, which reads as Infinity), and be at
   most ``MAX_JSON_CHARS`` characters; reads parse stored JSON by the same
   rule (``load_json``) and return text that breaks it as stored.
 * OpenAI-style dicts: ``content`` may be a list of parts; the text parts are
@@ -27,6 +28,7 @@ Decisions (documented here because callers rely on them):
 from __future__ import annotations
 
 import json
+import math
 import time
 from typing import NamedTuple
 
@@ -103,8 +105,21 @@ class _Constant(ValueError):
     """NaN, Infinity or -Infinity in JSON text: Python's json accepts them, JSON does not."""
 
 
+class _Huge(ValueError):
+    """A JSON number past a double's range."""
+
+
 def _no_constant(name):
     raise _Constant(name)
+
+
+def _finite(number: str) -> float:
+    """A JSON number as a float; one past a double's range (1e400) would read as
+    Infinity and be written back as such, which is not JSON."""
+    value = float(number)
+    if math.isinf(value):
+        raise _Huge(number[:40])
+    return value
 
 
 class _NotJson(InputError):
@@ -134,11 +149,14 @@ def load_json(value: str, field: str = "value"):
     """Parse JSON text by the rules above; InputError if it breaks them."""
     _check_size(value, field)
     try:
-        parsed = json.loads(value, parse_constant=_no_constant)
+        parsed = json.loads(value, parse_constant=_no_constant, parse_float=_finite)
     except RecursionError:
         raise InputError(f"{field} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except _Constant as exc:
         raise InputError(f"{field} holds {exc}, which is not JSON") from None
+    except _Huge as exc:
+        raise InputError(f"{field} holds the number {exc}, past a double's range: it would read as "
+                         "Infinity, which is not JSON") from None
     except ValueError as exc:
         raise _NotJson(f"{field} is not valid JSON: {exc}") from None
     _check_depth(parsed, field)

@@ -43,7 +43,8 @@ def ar(tmp_path):
     [{"x": float("nan")}],
     '[{"x": NaN}]',
     '{"x": -Infinity}',
-], ids=["deep-text", "deep-list", "one-too-deep", "nan-value", "nan-text", "infinity-text"])
+    '[{"score": 1e400}]',  # JSON's grammar allows it, but it reads as Infinity, which export would write
+], ids=["deep-text", "deep-list", "one-too-deep", "nan-value", "nan-text", "infinity-text", "past-double-text"])
 def test_tool_calls_breaking_json_rules_are_refused_at_write(ar, bad):
     with pytest.raises(InputError, match="tool_calls"):
         ar.add_message("s", "assistant", "hi", tool_calls=bad)
@@ -72,6 +73,7 @@ def test_json_within_the_rules_round_trips_and_text_stays_text(ar, monkeypatch):
 
 POISON = {
     "deep": DEEP_TEXT,
+    "huge_number": '[{"score": -1e999}]',
     "nan": '[{"function": {"name": "f", "arguments": NaN}}]',
     "huge_depth_dict": '{"a": ' * 999 + "1" + "}" * 999,
 }
