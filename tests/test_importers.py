@@ -299,6 +299,56 @@ def test_stdin_import_and_summary_line(tmp_path):
 # ------------------------------------------------------------------ bad input
 
 
+def test_a_pipe_named_as_a_source_is_refused_not_waited_on(tmp_path):
+    # format detection used to open the FIFO and wait for a writer forever
+    db, fifo = str(tmp_path / "a.db"), str(tmp_path / "pipe.jsonl")
+    os.mkfifo(fifo)
+    proc = cli("import", db, fifo, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not a regular file" in proc.stderr
+    assert not os.path.exists(db)
+    folder = tmp_path / "histories"
+    folder.mkdir()
+    os.mkfifo(folder / "zz.jsonl")
+    fx.write_jsonl(str(folder / "claude.jsonl"), fx.claude_lines())
+    proc = cli("import", db, str(folder))  # the pipe is passed over, the file imported
+    assert "imported 6 messages" in proc.stdout, proc.stdout
+
+
+def test_a_line_nested_too_deeply_to_parse_does_not_break_format_detection(tmp_path):
+    db, path = str(tmp_path / "a.db"), str(tmp_path / "deep.jsonl")
+    with open(path, "w") as f:
+        f.write(json.dumps(fx.claude_lines()[2], ensure_ascii=False) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
+    proc = cli("import", db, path, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{path}:2: not valid JSON (nested too deeply)" in proc.stderr and "imported 1 message" in proc.stdout
+
+
+@pytest.mark.parametrize("uuid", [123, ["u"]])
+def test_a_claude_line_whose_uuid_is_not_a_string_is_skipped_alone(tmp_path, uuid):
+    db, path = str(tmp_path / "a.db"), str(tmp_path / "c.jsonl")
+    lines = fx.claude_lines()
+    bad = dict(lines[2], uuid=uuid)
+    fx.write_jsonl(path, [bad, *lines[3:]])
+    proc = cli("import", db, path, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{path}:1: uuid must be a string" in proc.stderr
+    with Archive(db) as ar:
+        assert ar.count_messages() == 5  # the lines after it are imported
+
+
+def test_a_piped_hermes_database_is_refused_and_leaves_no_file_behind(tmp_path, hermes_state):
+    db, state = str(tmp_path / "a.db"), str(tmp_path / "state.db")
+    fx.write_hermes(state, hermes_state)
+    spool_dir = tmp_path / "tmp"
+    spool_dir.mkdir()
+    with open(state, "rb") as f:
+        proc = subprocess.run([sys.executable, "-m", "cjk_tokenizer", "import", db, "-"], stdin=f,
+                              capture_output=True, text=True, timeout=300, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(spool_dir)})
+    assert proc.returncode == 1 and "must be named by its path" in proc.stderr
+    assert os.listdir(spool_dir) == []
+
+
 def test_bad_lines_are_counted_reported_1_based_and_never_half_imported(tmp_path):
     path = fx.write_jsonl(str(tmp_path / "c.jsonl"), [
         *fx.claude_lines()[:3],

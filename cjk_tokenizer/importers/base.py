@@ -135,7 +135,7 @@ def peek_objects(path: str, limit: int = 5) -> list:
                 break
             try:
                 obj = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deeply to parse
                 continue
             if isinstance(obj, dict):
                 out.append(obj)

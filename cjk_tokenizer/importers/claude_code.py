@@ -137,6 +137,9 @@ def read(src):
             sid = obj.get("sessionId") or src.stem
             if not isinstance(sid, str):
                 raise ValueError("sessionId must be a string")
+            uuid = obj.get("uuid")
+            if uuid is not None and not isinstance(uuid, str):  # "" is no uuid: the line number names it
+                raise ValueError(f"uuid must be a string, not {repr(uuid)[:40]}")
             ts = epoch(obj.get("timestamp"))
             if sid not in seen:
                 seen.add(sid)
@@ -150,7 +153,7 @@ def read(src):
                 raise ValueError(f"a {kind} line needs a 'message' object")
             build = _user if kind == "user" else _assistant
             messages = build(obj, message, sid, ts, tool_names)
-            yield Record(obj.get("uuid") or f"line {number}", number, messages)
+            yield Record(uuid or f"line {number}", number, messages)
         except ValueError as exc:
             yield Skip("bad", number, str(exc))
     if pending_title is not None:

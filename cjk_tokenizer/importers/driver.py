@@ -117,7 +117,9 @@ class ImportReport:
 # ---------------------------------------------------------------- planning
 
 def detect_file(path: str):
-    """The format of one file, or None."""
+    """The format of one file, or None (also for a pipe or device: reading one could wait forever)."""
+    if not os.path.isfile(path):
+        return None
     if hermes.is_sqlite(path):
         return hermes.NAME if hermes.detect_db(path) else None
     try:
@@ -134,8 +136,9 @@ def _walk(folder: str):
     for root, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
-            if name.endswith(".jsonl") or name.endswith(_DB_SUFFIXES):
-                yield os.path.join(root, name)
+            path = os.path.join(root, name)
+            if (name.endswith(".jsonl") or name.endswith(_DB_SUFFIXES)) and os.path.isfile(path):
+                yield path  # not a pipe or device named like a history
 
 
 def _check_format(fmt: str) -> str:
@@ -181,6 +184,9 @@ def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
                 raise ImportFileError(f"{path}: a folder with no {what} files in it")
             out.append((path, fmt, sources))
             continue
+        if not os.path.isfile(path):
+            raise ImportFileError(f"{path}: not a regular file (a pipe or a device); to read a stream, "
+                                  "pipe it to `import DB -`")
         found = detect_file(path) if fmt == "auto" else fmt
         if found is None:
             raise ImportFileError(f"{path}: cannot tell its format; give --format "
@@ -191,6 +197,15 @@ def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
     return out
 
 
+def _remove_spool(path: str) -> None:
+    """The spooled copy of stdin, and the files SQLite made beside it when detection opened it."""
+    for name in (path, path + "-wal", path + "-shm", path + "-journal"):
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+
+
 def _stdin_source(fmt: str) -> Source:
     """Standard input, spooled to a temporary file so it can be detected and measured."""
     spool = tempfile.NamedTemporaryFile(prefix="cjk-import-", suffix=".jsonl", delete=False)
@@ -198,10 +213,10 @@ def _stdin_source(fmt: str) -> Source:
         shutil.copyfileobj(sys.stdin.buffer, spool)
     found = detect_file(spool.name) if fmt == "auto" else fmt
     if found == hermes.NAME or (found is None and hermes.is_sqlite(spool.name)):
-        os.unlink(spool.name)
+        _remove_spool(spool.name)
         raise ImportFileError("<stdin>: a Hermes state.db must be named by its path, not piped")
     if found is None:
-        os.unlink(spool.name)
+        _remove_spool(spool.name)
         raise ImportFileError(f"<stdin>: cannot tell its format; give --format ({', '.join(FORMATS)})")
     src = Source("-", found)
     # Streams are told apart by their first line: piping the same (grown) history again is
@@ -439,8 +454,8 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
     finally:
         for _, _, sources in planned:
             for src in sources:
-                if src.identity.startswith("-:") and src.read_path and os.path.exists(src.read_path):
-                    os.unlink(src.read_path)
+                if src.identity.startswith("-:") and src.read_path:
+                    _remove_spool(src.read_path)
     return report
 
 
