@@ -107,9 +107,21 @@ def _markdown(archive, session, out) -> int:
             out.write("> **thought**\n>\n" + _quote(m["reasoning"]) + "\n\n")
         if m["content"]:
             out.write((_fence(m["content"]) if m["role"] == "tool" else m["content"]) + "\n\n")
-        for call in m["tool_calls"] if isinstance(m["tool_calls"], list) else ():
-            fn = call.get("function", {}) if isinstance(call, dict) else {}
-            out.write(f"**calls** `{fn.get('name', '?')}`:\n\n{_fence(str(fn.get('arguments', '')))}\n\n")
-        if isinstance(m["tool_calls"], str):
-            out.write(f"**calls**:\n\n{_fence(m['tool_calls'])}\n\n")
+        _calls(m["tool_calls"], out)
     return n
+
+
+def _calls(calls, out) -> None:
+    """Tool calls as stored: a list of calls, one call (a dict), or text.  An
+    OpenAI-style call shows its name and arguments; any other shape its JSON whole."""
+    if isinstance(calls, str):
+        out.write(f"**calls**:\n\n{_fence(calls)}\n\n")
+        return
+    for call in [calls] if isinstance(calls, dict) else calls if isinstance(calls, list) else ():
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            args = fn.get("arguments", "")
+            shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            out.write(f"**calls** `{fn['name']}`:\n\n{_fence(shown)}\n\n")
+        else:
+            out.write(f"**calls**:\n\n{_fence(json.dumps(call, ensure_ascii=False))}\n\n")

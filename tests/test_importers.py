@@ -502,6 +502,22 @@ def test_markdown_export_tells_said_thought_and_tool_output_apart(tmp_path):
     assert proc.returncode == 1 and "no session 'nope'" in proc.stderr
 
 
+@pytest.mark.parametrize("calls, shown", [
+    ({"name": "deploy", "arguments": {"env": "生产"}}, '{"name": "deploy", "arguments": {"env": "生产"}}'),
+    ({"function": {"name": "deploy", "arguments": {"env": "生产"}}}, '{"env": "生产"}'),
+    ([{"id": "c1", "input": "部署"}], '{"id": "c1", "input": "部署"}'),
+    ("部署 as text", "部署 as text"),
+])
+def test_markdown_export_shows_tool_calls_of_every_stored_shape(tmp_path, calls, shown):
+    # a call stored as one dict, or in a shape other than OpenAI's, was left out
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.add_message("s", "assistant", None, tool_calls=calls)
+        assert len(ar.search("生产 OR 部署")) == 1
+        buf = io.StringIO()
+        ar.export(buf, format="markdown")
+    assert f"\n{shown}\n```" in buf.getvalue(), buf.getvalue()
+
+
 def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_path, hermes_state):
     proj, _ = _claude_project(tmp_path)
     codex_dir = tmp_path / ".codex" / "sessions"
