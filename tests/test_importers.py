@@ -554,3 +554,23 @@ def test_a_source_read_as_the_wrong_format_is_an_error_not_an_empty_import(tmp_p
         "Without --format each file's format is detected")
     proc = cli("import", db, codex)  # detected: the same file imports
     assert "imported 0 messages" not in proc.stdout and proc.returncode == 0
+
+
+@pytest.mark.parametrize("header", [False, True])
+def test_a_wrong_format_leaves_no_session_and_no_source_to_sync(tmp_path, header):
+    # chat lines read as Codex looked like an older rollout's session line: an empty session named
+    # after the file, and a source every sync read again, adding nothing
+    lines = [{"session_id": "s1", "role": "user", "content": "你好"},
+             {"session_id": "s1", "role": "assistant", "content": "hi"}]
+    if header:
+        lines.insert(0, {"type": "session", "id": "s1", "title": "问候"})
+    chat = fx.write_jsonl(str(tmp_path / "chat.jsonl"), lines)
+    db = str(tmp_path / "a.db")
+    proc = cli("import", db, chat, "--format", "codex", check=False)
+    assert proc.returncode == 1 and "no record read is a codex message" in proc.stderr
+    with Archive(db) as ar:
+        assert ar.sessions() == [] and ar.conn.execute("SELECT count(*) FROM import_roots").fetchone()[0] == 0
+    cli("import", db, chat)  # detected as openai
+    with Archive(db) as ar:
+        assert [s["id"] for s in ar.sessions()] == ["s1"] and ar.count_messages() == 2
+    assert "imported 0 messages" in cli("sync", db).stdout

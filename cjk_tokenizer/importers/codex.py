@@ -110,6 +110,9 @@ def read(src):
             kind = obj.get("type")
             payload = obj.get("payload")
             if not isinstance(payload, dict):  # an older rollout: the line is the item
+                if "type" not in obj and "role" in obj:  # a chat message line, not an item of a rollout
+                    yield Skip("untyped line with a role (not Codex)")
+                    continue
                 kind, payload = ("response_item", obj) if "type" in obj else ("session_meta", obj)
             ts = epoch(obj.get("timestamp"))
             if kind == "session_meta":

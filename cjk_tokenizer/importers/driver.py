@@ -92,9 +92,15 @@ class ImportReport:
             parts.append(f"{len(self.missing):,} sources gone")
         return "; ".join(parts)
 
-    def skipped_all(self) -> bool:
-        """Records were read and every one was skipped: nothing imported, nothing known already."""
-        return bool(self.skipped) and not (self.messages or self.unchanged or self.bad)
+    def counts(self) -> tuple:
+        """(skipped, messages, unchanged, bad) so far, for ``skipped_all(since=...)``."""
+        return sum(self.skipped.values()), self.messages, self.unchanged, len(self.bad)
+
+    def skipped_all(self, since: tuple = (0, 0, 0, 0)) -> bool:
+        """Records were read and every one was skipped: nothing imported, nothing known already
+        (since ``counts()`` returned ``since``, when given)."""
+        skipped, messages, unchanged, bad = (now - then for now, then in zip(self.counts(), since))
+        return bool(skipped) and not (messages or unchanged or bad)
 
     def merged(self) -> str:
         """"merged the cjk, unicode61 indexes into one segment" when the import ended so, else ""."""
@@ -311,8 +317,12 @@ class _Run:
         pending: dict = {}
         batch: list = []
         size = [0, 0]  # rows, characters in batch
+        records = [0]  # records read: a source without any (a wrong --format, say) writes no session
 
         def flush():
+            if not records[0]:
+                return
+
             def work():
                 self.report.sessions.update(_upsert_sessions(conn, pending))
                 flat = [row for _, _, rows in batch for row in rows]
@@ -355,6 +365,7 @@ class _Run:
                     self.report.skipped["bad"] += 1
                     self.report.bad.append(f"{_where(src, item.line)}: session {item.id!r}: {exc}")
                 continue
+            records[0] += 1
             self._record(src, item, known, batch, size)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
                 flush()
@@ -420,7 +431,8 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
     # ids only grow, so the highest one is the archive's size in messages (a count(*) would read the table)
     before = archive.conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
     roots = [(os.path.realpath(root), fmt) for root, fmt, _ in planned if root != "-"]
-    if roots:
+    known_roots = set(archive.conn.execute("SELECT path, format FROM import_roots"))
+    if roots:  # before the reading, so that an interrupted import is synced later
         archive._write(lambda: archive.conn.executemany(
             "INSERT OR IGNORE INTO import_roots(path, format, added_at) VALUES (?, ?, ?)",
             [(r, f, time.time()) for r, f in roots]))
@@ -429,9 +441,15 @@ def run(archive, planned, *, progress=None, batch_size: int = 2000, report: Impo
     try:
         aside = AsideBuild.start(archive, total)
         job = _Run(archive, report, progress, batch_size, total, aside)
-        for _, _, sources in planned:
+        for root, fmt, sources in planned:
+            before_root = report.counts()
             for src in sources:
                 job.source(src)
+            key = (os.path.realpath(root), fmt)
+            if fmt != "auto" and root != "-" and key not in known_roots and report.skipped_all(since=before_root):
+                # a format named wrongly: nothing of the root is of use, so sync does not read it again
+                archive._write(lambda: archive.conn.execute(
+                    "DELETE FROM import_roots WHERE path = ? AND format = ?", key))
         if progress is not None:
             progress(total, total)
         merge = bool(optimize or (optimize is None and report.messages and report.messages >= before))
