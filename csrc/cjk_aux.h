@@ -47,8 +47,10 @@
 **    "start": 12, "end": 15,                   the first highlight shown in the
 **                                              snippet, as character offsets
 **                                              [start, end) into the column text
-**                                              (null when nothing is highlighted);
-**                                              shown clipped to the window
+**                                              (null when nothing is highlighted),
+**                                              whole: one longer than the window
+**                                              reaches past it, and the snippet
+**                                              shows its part inside the window
 **    "window": [0, 80],                        [start, end) of the column text
 **                                              the snippet shows (characters)
 **    "cut": [false, true],                     whether an ellipsis stands before

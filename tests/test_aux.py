@@ -158,6 +158,14 @@ def test_cjk_row_highlights_the_phrase_once(db):
     check_consistent(res, column_text(db, rid, "content").decode(), 200)
 
 
+def test_a_highlight_longer_than_the_window_keeps_its_whole_span(db):
+    # start/end name the whole first highlight (search's Hit.span); the snippet shows the part that fits
+    add(db, "大别山项目管理系统")
+    res = one(db, '"项目管理"', max_chars=1)
+    assert (res["start"], res["end"]) == (3, 7) and res["window"] == [3, 4]
+    assert res["snippet"] == f"{ELL}{OPEN}项{CLOSE}{ELL}"
+
+
 def test_overlapping_phrases_merge_into_one_highlight(db):
     add(db, "我们在大别山项目上")
     res = one(db, "大别 别山")  # two phrases whose bigrams overlap
