@@ -229,10 +229,15 @@ static int isBoundary(const Snip *p, long long c) {
   return prev == '\n' || prev == '\r';
 }
 
-/* Would an edge at c split a character from what extends it? */
+/* Would an edge at c split a character from what extends it?  White space
+** joins nothing: an extender after it, or a joiner before it, is alone. */
 static int insideCluster(const Snip *p, long long c) {
+  unsigned prev, cp;
   if (c <= 0 || c >= p->nChar) return 0;
-  return cjk_is_extender(regionCp(p, c)) || regionCp(p, c - 1) == 0x200D;
+  prev = regionCp(p, c - 1);
+  cp = regionCp(p, c);
+  if (cjk_space_cp(prev) || cjk_space_cp(cp)) return 0;
+  return cjk_is_extender(cp) || prev == 0x200D;
 }
 
 /* iFirstNonSpace, reading the text up to it (the focus of a text without
@@ -425,8 +430,10 @@ static long long snipStart(const Snip *p) {
   long long slack = p->W - (p->lastEnd - p->first), target, lo, c, ws = -1, bestDist = -1;
   if (slack < 0) slack = 0;
   target = p->first - slack / 2;
-  if (p->iLastNonSpaceEnd - p->iFirstNonSpace <= p->W) {
-    ws = p->iFirstNonSpace < p->first ? p->iFirstNonSpace : p->first; /* a match of white space stays */
+  /* the text trimmed of white space fits, with the focus (a match of white space may lie outside it) */
+  if ((p->iLastNonSpaceEnd > p->lastEnd ? p->iLastNonSpaceEnd : p->lastEnd) -
+          (p->iFirstNonSpace < p->first ? p->iFirstNonSpace : p->first) <= p->W) {
+    ws = p->iFirstNonSpace < p->first ? p->iFirstNonSpace : p->first;
   } else {
     lo = p->lastEnd - (3 * p->W) / 4;
     if (lo < 0) lo = 0;
@@ -521,15 +528,30 @@ static long long snipGiveBack(const Snip *p, long long ws, long long we) {
   return ws;
 }
 
+/* Is c strictly inside a highlight outside the focus? */
+static int insideOtherHighlight(const Snip *p, const CjkSnipWork *w, long long c) {
+  int r;
+  for (r = 0; r < w->nRange; r++) {
+    long long s = w->aRange[r].iStart, e = w->aRange[r].iEnd;
+    if (s < c && c < e && (e <= p->first || s >= p->lastEnd)) return 1;
+  }
+  return 0;
+}
+
 /* Keep every character with what extends it: edges move inward (and off the
 ** white space that may uncover), or outward when the focus itself starts or
-** ends inside a cluster and the budget allows. */
-static void snipClusters(const Snip *p, long long *pWs, long long *pWe) {
-  long long ws = *pWs, we = *pWe;
+** ends inside a cluster: to the cluster's edge, when the budget allows and it
+** is not inside another highlight; else the edge stays at the focus. */
+static void snipClusters(const Snip *p, const CjkSnipWork *w, long long *pWs, long long *pWe) {
+  long long ws = *pWs, we = *pWe, grow;
   while (ws < p->first && (insideCluster(p, ws) || isSpaceAt(p, ws))) ws++;
   while (we > p->lastEnd && we > ws && (insideCluster(p, we) || isSpaceAt(p, we - 1))) we--;
-  while (insideCluster(p, ws) && ws > p->iFirst && we - ws < p->W) ws--;
-  while (insideCluster(p, we) && we < p->iEnd && we - ws < p->W) we++;
+  for (grow = ws; insideCluster(p, grow) && grow > p->iFirst && we - grow < p->W; grow--) {
+  }
+  if (!insideCluster(p, grow) && !insideOtherHighlight(p, w, grow)) ws = grow;
+  for (grow = we; insideCluster(p, grow) && grow < p->iEnd && grow - ws < p->W; grow++) {
+  }
+  if (!insideCluster(p, grow) && !insideOtherHighlight(p, w, grow)) we = grow;
   *pWs = ws;
   *pWe = we;
 }
@@ -556,7 +578,7 @@ static void snipEdges(const Snip *p, const CjkSnipWork *w, CjkSnipWindow *pOut) 
   we = snipEnd(p, ws);
   ws = snipGiveBack(p, ws, we);
   snipOffHighlights(p, w, &ws, &we);
-  snipClusters(p, &ws, &we);
+  snipClusters(p, w, &ws, &we);
   if (ws < p->iFirst) ws = p->iFirst;
   if (we > p->iEnd) we = p->iEnd;
   if (we < ws) we = ws;

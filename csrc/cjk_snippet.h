@@ -32,8 +32,11 @@
 ** character is never split from what extends it: a window edge does not fall
 ** before a combining mark (General Category M, variation selectors included),
 ** an emoji skin-tone modifier or tag, nor after a zero-width joiner -- the
-** edge moves inward, or outward when the focus itself starts or ends there
-** and the budget allows.  An ellipsis marks each side where non-space text
+** edge moves inward, or outward when the focus itself starts or ends there,
+** to the cluster's edge, when the budget allows and that edge is not inside
+** another highlight (else it stays at the focus).  White space joins
+** nothing: an edge may fall after it before an extender, or after a joiner
+** before it.  An ellipsis marks each side where non-space text
 ** was left out.  The first highlight inside the window is "the" highlight
 ** (clipped to the window); its full range in the text is the hit's span.
 ** Characters are code points of the text read as UTF-8, each maximal invalid

@@ -151,3 +151,54 @@ def test_without_the_compiled_module_a_centred_cut(monkeypatch):
     assert len(out.text) <= 40 and out.text[out.highlight[0]:out.highlight[1]] == "needle"
     assert out.text.startswith(ELLIPSIS) and out.text.endswith(ELLIPSIS)
     assert snippet.choose("short", [], 40).text == "short"
+
+
+ZWJ = "\u200d"
+
+
+@pytest.mark.parametrize("text, matches, budget, window", [
+    # the focus ends where a joiner ties it to the next highlight: the window stops at the focus
+    # rather than show that highlight in part (4) or end just after the joiner (3)
+    ("项目" + ZWJ + "项目", [(0, 2, 0), (3, 5, 0)], 4, (0, 2)),
+    ("项目" + ZWJ + "项目", [(0, 2, 0), (3, 5, 0)], 3, (0, 2)),
+    # a joiner after white space ties nothing to it: no leading space to keep it company
+    ("前文前文前文 " + ZWJ + "项目 后文后文后文", [(8, 10, 0)], 4, (7, 10)),
+])
+def test_a_joiner_beside_the_focus_neither_cuts_a_highlight_nor_leaves_space_at_an_edge(
+        text, matches, budget, window):
+    assert choose(text, matches, budget + 2).window == window
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(["项", "目", " ", ZWJ, "\u0301", "a"]), min_size=1, max_size=60),
+       st.lists(st.tuples(st.integers(0, 59), st.integers(1, 3)), min_size=1, max_size=6),
+       st.integers(4, 20))
+def test_no_highlight_shows_in_part_and_no_edge_is_white_space(text, spans, budget):
+    # matches no longer than a third of the budget: the focus always shows whole, so every other
+    # highlight is shown whole or not at all
+    spans = sorted({(min(s, len(text) - 1), min(s + n, len(text))) for s, n in spans if n <= budget // 3})
+    if not spans:
+        return
+    merged = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    if any(e - s > budget // 3 for s, e in merged):
+        return
+    ws, we = choose(text, [(s, e, 0) for s, e in spans], budget + 2).window
+    for s, e in merged:
+        assert not (s < ws < e or s < we < e), (text, merged, (ws, we))
+    def matched(i):
+        return any(s <= i < e for s, e in merged)
+
+    if ws < we:  # white space at an edge is trimmed, unless it is matched
+        assert matched(ws) or not text[ws].isspace(), (text, merged, (ws, we))
+        assert matched(we - 1) or not text[we - 1].isspace(), (text, merged, (ws, we))
+
+
+def test_a_match_outside_the_trimmed_text_keeps_the_snippet_in_budget():
+    # the text trimmed of white space fit the budget, so the whole text was shown, matched space and all
+    out = choose("a aa   ", [(6, 7, 0)], 6)
+    assert len(out.text) <= 6 and out.window[0] <= 6 and out.window[1] == 7, out
