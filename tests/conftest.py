@@ -96,8 +96,20 @@ def read_utf8(data: bytes):
     """Yield ``(start, end, cp)`` per character as csrc/cjk_chars.c reads UTF-8.
 
     A lead byte >= 0xC0 swallows every continuation byte after it (as
-    SQLite's READ_UTF8 does); malformed sequences read as U+FFFD.
+    SQLite's READ_UTF8 does), but a CJK letter ends where its own bytes do;
+    malformed sequences read as U+FFFD.
     """
+    from bisect import bisect_right
+
+    from cjk_tokenizer._native import cjk_ranges
+
+    ranges = cjk_ranges()
+    starts = [lo for lo, _ in ranges]
+
+    def is_cjk(cp):
+        k = bisect_right(starts, cp) - 1
+        return k >= 0 and cp <= ranges[k][1]
+
     i, n = 0, len(data)
     while i < n:
         start = i
@@ -113,6 +125,9 @@ def read_utf8(data: bytes):
         c = _LEAD_BITS[c - 0xC0]
         ncont = 0
         while i < n and (data[i] & 0xC0) == 0x80:
+            if ncont == want and want >= 2 and c >= (0x800 if want == 2 else 0x10000) \
+                    and (c & 0xFFFFF800) != 0xD800 and is_cjk(c):
+                break  # a stray continuation byte after a CJK letter is a character of its own
             if ncont < 4:
                 c = (c << 6) + (data[i] & 0x3F)
             ncont += 1

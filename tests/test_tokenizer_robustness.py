@@ -509,3 +509,16 @@ def test_tokenizing_in_many_threads_at_once():
     for t in threads:
         t.join()
     assert not errors
+
+
+@pytest.mark.parametrize("text", [b"\xe5\xa4\xa7\xe5\xb1\xb1\x80", b"\xe5\xa4\xa7\xe5\xb1\xb1\xbf\x80 x",
+                                  b"\xf0\xa0\x80\x80\xe5\xb1\xb1\x80"])
+def test_a_stray_byte_after_a_cjk_letter_leaves_the_letter_indexed(conn, text):
+    # Python reads 大山\ufffd: the letter before the stray byte is there, and the index finds it
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='cjk_unicode61')")
+    conn.execute("INSERT INTO t(rowid, a) VALUES (1, CAST(? AS TEXT))", (text,))
+    readable = text.decode("utf-8", "replace")
+    assert "山" in readable
+    assert conn.execute("SELECT rowid FROM t WHERE t MATCH '\"山\"*'").fetchall() == [(1,)]
+    if "大山" in readable:
+        assert conn.execute("SELECT rowid FROM t WHERE t MATCH '\"大山\"'").fetchall() == [(1,)]
