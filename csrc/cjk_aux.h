@@ -71,13 +71,17 @@
 **     each token not flagged FTS5_TOKEN_COLOCATED starts a new position, a
 **     colocated one shares the previous position.  Where several tokens share a
 **     position (a run-final unigram colocated with its bigram), the one equal to
-**     the query token (xQueryToken) is used; failing that the ones it is a
-**     prefix of, and failing that all of them.  Hosts with
+**     the query token (xQueryToken) is used, with those it is a prefix of when
+**     the instance is the phrase's last token, since FTS5 does not tell an
+**     auxiliary function whether a phrase was a prefix query ("山"* matches
+**     both tokens of a run ending 山山, so an exact "山" there marks both too);
+**     failing those, all of them.  Hosts with
 **     Fts5ExtensionApi.iVersion < 3 (SQLite before 3.45) have no xQueryToken:
 **     there the query token is inferred from the row (the longest token, or
 **     its first character, that every instance of the phrase in the column
 **     starts with), so a lone instance of "山"* at a run end highlights its
-**     bigram, as highlight() does, but several instances resolve.  A CJK n-gram
+**     bigram, as highlight() does, and so do several instances that all
+**     start the same bigram (项目，项目); instances of different tokens resolve.  A CJK n-gram
 **     matched by a shorter prefix ("山"* against the bigram 山项) is highlighted
 **     only as far as the prefix reaches (山).  The byte ranges of an instance's
 **     tokens are joined, and overlapping or touching instances merged, so

@@ -1001,3 +1001,14 @@ def test_an_occurrence_a_query_leaves_out_is_seen_at_every_offset(phrase, filler
                 assert res == cm(conn, query, max_chars=20, table="p", labels="content"), text
                 assert [kept, kept + len(phrase)] in res[0]["matches"], (text, res[0]["matches"])
                 assert res[0]["match_count"] == 2, text
+
+
+@pytest.mark.parametrize("size, ok", [(80, True), (80.0, True), (2.7, False), (0.5, False), (0, False)])
+def test_max_chars_is_a_whole_number(db, size, ok):
+    add(db, "大别山项目管理系统")
+    sql = "select cjk_match(m, ?, ?, '[', ']') from m where m match '\"项目\"'"
+    if ok:
+        assert db.execute(sql, (LABELS, size)).fetchone()[0]
+    else:
+        with pytest.raises(apsw.SQLError, match="max_chars must be a positive integer"):
+            db.execute(sql, (LABELS, size)).fetchone()
