@@ -11,8 +11,14 @@ naming the argument):
   holding one (``"1714521600"``, ``" 1714521600.5 "``).  A string of 4 to 8
   digits alone (``"2024"``, ``"20240101"``) is refused as ambiguous: it reads
   as a year or an ISO-8601 basic date just as well as seconds into 1970-73;
-* an ISO-8601 string: ``2024-05-01``, ``2024-05-01T08:30``,
-  ``2024-05-01 08:30:00.5``, ``2024-05-01T08:30:00Z``, ``…+08:00``;
+* an ISO-8601 string, read here the same on every Python (not by
+  ``datetime.fromisoformat``, whose forms grew in 3.11): a calendar
+  (``2024-05-01``), week (``2024-W18-3``) or ordinal (``2024-122``) date,
+  extended or basic (``20240501T0830Z``), then optionally ``T`` or a space
+  and ``hh``, ``hh:mm`` or ``hh:mm:ss`` with any fraction of a second
+  (``.5``, ``,123456789``), then optionally ``Z``, ``±hh``, ``±hhmm`` or
+  ``±hh:mm``: ``2024-05-01T08:30``, ``2024-05-01 08:30:00.5``,
+  ``2024-05-01T08:30:00Z``, ``…+08:00``;
 * a ``datetime.datetime`` or ``datetime.date``.
 
 A value without a zone (a naive datetime, an ISO string without ``Z`` or an
@@ -41,6 +47,45 @@ _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 # Digits alone that a person means as a year (2024) or a basic date (2024123,
 # 20240101) far more often than as a time in 1970-73.
 _DATE_LIKE = re.compile(r"\d{4,8}")
+
+
+# ISO-8601: a date (calendar, week or ordinal; extended or basic), an optional
+# time (hours, minutes, seconds, a fraction of a second) and an optional zone.
+_ISO = re.compile(r"""
+    (?P<year>\d{4})
+    (?: -(?P<month>\d\d)-(?P<day>\d\d) | (?P<bmonth>\d\d)(?P<bday>\d\d)
+      | -?W(?P<week>\d\d)-?(?P<wday>[1-7]) | -?(?P<yday>\d{3}) )
+    (?: [Tt\x20] (?P<hour>\d\d) (?: :?(?P<minute>\d\d) (?: :?(?P<second>\d\d) (?:[.,](?P<frac>\d+))? )? )?
+        (?P<zone> [Zz] | (?P<sign>[+-])(?P<zh>\d\d)(?::?(?P<zm>\d\d))? )? )?
+    """, re.X | re.ASCII)
+_EPOCH_DAY = _dt.date(1970, 1, 1).toordinal()
+
+
+def _iso_seconds(text: str) -> float | None:
+    """Epoch seconds of an ISO-8601 string (see the module doc), or None if it is not one."""
+    m = _ISO.fullmatch(text)
+    if m is None:
+        return None
+    g = {k: v for k, v in m.groupdict().items() if v is not None}
+    year = int(g["year"])
+    try:
+        if "yday" in g:
+            day = _dt.date(year, 1, 1).toordinal() + int(g["yday"]) - 1
+            if not 1 <= int(g["yday"]) <= 365 + (_dt.date(year, 12, 31).timetuple().tm_yday == 366):
+                return None
+        elif "week" in g:
+            day = _dt.date.fromisocalendar(year, int(g["week"]), int(g["wday"])).toordinal()
+        else:
+            day = _dt.date(year, int(g.get("month") or g["bmonth"]), int(g.get("day") or g["bday"])).toordinal()
+    except ValueError:
+        return None
+    hour, minute, second = int(g.get("hour", 0)), int(g.get("minute", 0)), int(g.get("second", 0))
+    zh, zm = int(g.get("zh", 0)), int(g.get("zm", 0))
+    if hour > 23 or minute > 59 or second > 59 or zh > 23 or zm > 59:
+        return None
+    offset = (zh * 3600 + zm * 60) * (-1 if g.get("sign") == "-" else 1)
+    fraction = float("0." + g["frac"]) if "frac" in g else 0.0
+    return (day - _EPOCH_DAY) * 86400 + hour * 3600 + minute * 60 + second - offset + fraction
 
 
 def _in_range(seconds, name: str, shown) -> float:
@@ -82,13 +127,9 @@ def epoch_seconds(value, name: str) -> float:
                                  f"seconds; write a date as 2024-05-01, or seconds as {s}.0")
         if _NUMBER.fullmatch(s):
             return _in_range(float(s), name, value)
-        iso = s[:-1] + "+00:00" if s[-1:] in ("Z", "z") else s
-        try:
-            when = _dt.datetime.fromisoformat(iso) if len(iso) <= 64 else None
-        except ValueError:
-            when = None
-        if when is None:
+        seconds = _iso_seconds(s) if len(s) <= 64 else None
+        if seconds is None:
             raise TimeValueError(f"{name}={value[:80]!r} is not a time: give {FORMATS_HELP}")
-        return _from_datetime(when, name)
+        return _in_range(seconds, name, value)
     raise TimeValueError(f"{name} must be epoch seconds, an ISO-8601 string or a datetime, "
                          f"not {type(value).__name__}")

@@ -41,11 +41,17 @@ GOOD = [
     (dt.datetime(2024, 5, 1), T0),
     (dt.datetime(2024, 5, 1, 8, tzinfo=PLUS8), T0),
     (dt.date(2024, 5, 1), T0),
+    # read the same on every Python (datetime.fromisoformat took none of these before 3.11)
+    ("2024-W18-3", T0), ("2024-122T00:00Z", T0), ("20240501T080000+0800", T0), ("2024-05-01T08:00:00+08", T0),
+    ("2024-05-01T00:00:30,5Z", T0 + 30.5), ("2024-05-01T00:00:30.500000000Z", T0 + 30.5),
+    ("2024-05-01t00:00z", T0),
 ]
 BAD = [True, "yesterday", "", float("nan"), float("inf"), 10**400, -1, 1714521600000, "1e400", "2024-13-01",
        [T0], object(),
        # digits a person types as a year or a basic date, which read as seconds into 1970 would filter nothing
-       "2024", " 20240101 ", "2024123"]
+       "2024", " 20240101 ", "2024123",
+       "2024-02-30", "2024-05-01T24:00", "2024-W54-1", "2023-366", "2024-05-01Z", "2024-05-01T08:00+24:00",
+       "\uff12\uff10\uff12\uff14-05-01"]
 
 
 def _id(v):
