@@ -103,6 +103,13 @@ static int isWordCp(unsigned cp) {
   if (cp >= 0x3000 && cp <= 0x303F) return 0; /* CJK symbols and punctuation */
   if (cp >= 0xFE30 && cp <= 0xFE6F) return 0; /* CJK compatibility / small forms */
   if (cp >= 0xFF00 && cp <= 0xFF65) return 0; /* full/half-width punctuation */
+  /* scripts written without spaces between words, and pictographs: no space
+  ** to move an edge to, so a stretch of them is no word to keep whole */
+  if (cp >= 0x0E00 && cp <= 0x0FFF) return 0;   /* Thai, Lao, Tibetan */
+  if (cp >= 0x1000 && cp <= 0x109F) return 0;   /* Myanmar */
+  if (cp >= 0x1780 && cp <= 0x17FF) return 0;   /* Khmer */
+  if (cp >= 0x1F000 && cp <= 0x1FAFF) return 0; /* emoji, pictographs, playing cards ... */
+  if (cp >= 0xFFF0 && cp <= 0xFFFF) return 0;   /* specials, U+FFFD among them */
   return cp >= 0xC0;
 }
 

@@ -16,7 +16,8 @@
 ** Otherwise the start moves back to a sentence start when one lies within
 ** three quarters of a window of the focus's end, choosing the one nearest to
 ** centring the focus; failing that the focus is centred and a word of a
-** spaced script (Latin, Cyrillic, digits ...) is not cut in two: the start
+** spaced script (Latin, Cyrillic, digits ...; not Thai, Lao, Tibetan,
+** Myanmar, Khmer or emoji, which have no spaces to cut at) is not cut in two: the start
 ** moves after it (unless the focus starts inside it).  A sentence
 ** starts at the text start and after 。！？；｡ (full-width forms too), a
 ** newline (or CR, U+2028, U+2029); after ASCII . ! ? ; only when white space

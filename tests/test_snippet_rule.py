@@ -202,3 +202,13 @@ def test_a_match_outside_the_trimmed_text_keeps_the_snippet_in_budget():
     # the text trimmed of white space fit the budget, so the whole text was shown, matched space and all
     out = choose("a aa   ", [(6, 7, 0)], 6)
     assert len(out.text) <= 6 and out.window[0] <= 6 and out.window[1] == 7, out
+
+
+@pytest.mark.parametrize("filler", ["การติดตั้งระบบล้มเหลวเพราะเซิร์ฟเวอร์ไม่ตอบสนอง" * 20, "🎉" * 900,
+                                    "部署失败因为服务器没有响应" * 70])
+def test_text_without_spaces_around_a_match_is_shown_not_dropped(filler):
+    # Thai and emoji were taken for one long word of a spaced script, so the snippet showed the match alone
+    text = filler + " needle " + filler
+    at = text.index("needle")
+    out = choose(text, [(at, at + 6, 0)], 80)
+    assert len(out.text) >= 60 and "needle" in out.text, out.text
