@@ -1320,9 +1320,9 @@ static int matchRun(MatchState *s, const MatchArgs *pArgs, Buf *pOut) {
   return pOut->bOom ? SQLITE_NOMEM : SQLITE_OK;
 }
 
-/* Read optional number argument i into *pV, at most nCap; NULL (or absent)
-** leaves *pV.  Returns 0, with the error zErr set on pCtx, when it is not a
-** whole number >= lo (2.0 is one; 2.7 is not). */
+/* Read optional number argument i into *pV, truncated and at most nCap; NULL
+** (or absent) leaves *pV.  Returns 0, with the error zErr set on pCtx, when
+** it is not a number >= lo. */
 static int intArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal, int nVal, int i, double lo,
                   long long nCap, const char *zErr, long long *pV) {
   const unsigned char *zNum;
@@ -1339,7 +1339,7 @@ static int intArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal
     return 0;
   }
   v = strtod((const char *)zNum, 0);
-  if (!(v >= lo) || (v <= (double)nCap && (double)(long long)v != v)) {
+  if (!(v >= lo)) {
     h->result_error(pCtx, zErr, -1);
     return 0;
   }

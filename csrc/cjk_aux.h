@@ -12,13 +12,14 @@
 **              Spaces around a label are trimmed; a missing or empty label is
 **              reported as the column's index ("2").  Extra labels are ignored.
 **   max_chars  snippet size in characters (Unicode code points of the column
-**              text, markers and ellipses not counted); a positive number,
-**              default 200 (NULL also means the default).
+**              text, markers and ellipses not counted); a number of at least
+**              1, its fraction dropped (2.7 means 2), default 200 (NULL also
+**              means the default).
 **   open, close, ellipsis
 **              highlight markers and the cut marker; defaults "**", "**" and
 **              "…" (U+2026).  NULL means the default.
 **   max_matches  how many highlights "matches" lists, default 100 (NULL
-**              also means the default); 0 lists none, for a caller that
+**              also means the default; a fraction is dropped); 0 lists none, for a caller that
 **              needs only the snippet and its first highlight.
 **   layout     'object' (the default; NULL too), 'array' or 'fields'.
 **              'array': the same values in the same order without their

@@ -1003,12 +1003,12 @@ def test_an_occurrence_a_query_leaves_out_is_seen_at_every_offset(phrase, filler
                 assert res[0]["match_count"] == 2, text
 
 
-@pytest.mark.parametrize("size, ok", [(80, True), (80.0, True), (2.7, False), (0.5, False), (0, False)])
-def test_max_chars_is_a_whole_number(db, size, ok):
+@pytest.mark.parametrize("size, means", [(3, 3), (3.0, 3), (3.9, 3), (1.5, 1), (0.5, None), (0, None)])
+def test_max_chars_drops_a_fraction_and_refuses_less_than_one(db, size, means):
     add(db, "大别山项目管理系统")
     sql = "select cjk_match(m, ?, ?, '[', ']') from m where m match '\"项目\"'"
-    if ok:
-        assert db.execute(sql, (LABELS, size)).fetchone()[0]
-    else:
+    if means is None:
         with pytest.raises(apsw.SQLError, match="max_chars must be a positive integer"):
             db.execute(sql, (LABELS, size)).fetchone()
+    else:
+        assert db.execute(sql, (LABELS, size)).fetchone() == db.execute(sql, (LABELS, means)).fetchone()

@@ -205,7 +205,7 @@ def test_a_match_outside_the_trimmed_text_keeps_the_snippet_in_budget():
 
 
 @pytest.mark.parametrize("filler", ["การติดตั้งระบบล้มเหลวเพราะเซิร์ฟเวอร์ไม่ตอบสนอง" * 20, "🎉" * 900,
-                                    "部署失败因为服务器没有响应" * 70])
+                                    "部署失败因为服务器没有响应" * 70], ids=["thai", "emoji", "chinese"])
 def test_text_without_spaces_around_a_match_is_shown_not_dropped(filler):
     # Thai and emoji were taken for one long word of a spaced script, so the snippet showed the match alone
     text = filler + " needle " + filler
