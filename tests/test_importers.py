@@ -299,6 +299,25 @@ def test_stdin_import_and_summary_line(tmp_path):
 # ------------------------------------------------------------------ bad input
 
 
+def test_two_imports_of_one_source_at_once_store_each_record_once(tmp_path):
+    # the other import commits the records this one read as new: its batch must not store them again
+    # (it failed on the UNIQUE key of imported, an SQLite error the user could do nothing with)
+    path = fx.write_jsonl(str(tmp_path / "chat.jsonl"),
+                          [{"session_id": f"s{i // 10}", "role": "user", "content": f"消息 {i}"} for i in range(300)])
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar, Archive(db) as other:
+        ran = []
+
+        def progress(done, total):
+            if not ran:
+                ran.append(other.import_source(path, optimize=False))
+
+        report = ar.import_source(path, progress=progress, optimize=False)
+        assert ran[0].messages == 300
+        assert report.messages == 0 and report.unchanged == 300 and not report.bad
+        assert ar.count_messages() == 300
+
+
 def test_a_pipe_named_as_a_source_is_refused_not_waited_on(tmp_path):
     # format detection used to open the FIFO and wait for a writer forever
     db, fifo = str(tmp_path / "a.db"), str(tmp_path / "pipe.jsonl")

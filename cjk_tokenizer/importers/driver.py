@@ -325,7 +325,13 @@ class _Run:
 
             def work():
                 self.report.sessions.update(_upsert_sessions(conn, pending))
-                flat = [row for _, _, rows in batch for row in rows]
+                # another import of this source may have stored some of these since
+                # ``known`` was read: in this write transaction they are plain to see
+                taken = {r[0] for r in conn.execute(
+                    "SELECT key FROM imported WHERE source_id = ? AND key IN (SELECT value FROM json_each(?))",
+                    (source_id, json.dumps([key for key, _, _ in batch], ensure_ascii=False)))}
+                todo = [b for b in batch if b[0] not in taken]
+                flat = [row for _, _, rows in todo for row in rows]
                 ids = iter(())
                 if flat:
                     top = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
@@ -333,7 +339,7 @@ class _Run:
                     ids = iter([r[0] for r in conn.execute("SELECT id FROM messages WHERE id > ? ORDER BY id",
                                                            (top,))])
                 marks = []
-                for key, digest, rows in batch:
+                for key, digest, rows in todo:
                     first = None
                     for _ in rows:
                         got = next(ids)
@@ -341,9 +347,11 @@ class _Run:
                     marks.append((source_id, key, digest, first, len(rows)))
                 conn.executemany("INSERT INTO imported(source_id, key, digest, first_id, count) "
                                  "VALUES (?, ?, ?, ?, ?)", marks)
-                return len(flat)
+                return len(flat), len(taken)
 
-            self.report.messages += self.ar._write(work)  # work may run twice (see Archive._write)
+            stored, taken = self.ar._write(work)  # work may run twice (see Archive._write)
+            self.report.messages += stored
+            self.report.unchanged += taken
             if self.aside is not None:
                 self.aside.feed()
             pending.clear()
