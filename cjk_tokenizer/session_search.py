@@ -32,6 +32,11 @@ message; content, reasoning and tool_calls are budgeted separately):
 * ``BOOKEND_CHARS`` for the head/tail bookends in discovery;
 * ``PREVIEW_CHARS`` for a session's preview in browse.
 
+A whole result is held to about RESULT_CHARS characters of JSON: one over it
+is rendered again with every budget scaled down (to MIN_SCALE of itself, and
+no field below MIN_FIELD_CHARS), then with the window halved until it fits,
+and says so in ``budget_scale`` and ``notes``.
+
 Said versus thought: ``matched_in`` lists the columns a hit matched in
 (content, reasoning, tool_name, tool_calls); ``where`` is the plain-language
 label of the column its snippet comes from (visible columns first, so a term
@@ -110,6 +115,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import unicodedata
+from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
@@ -127,6 +133,7 @@ __all__ = [
     "HIT_CHARS",
     "LABELS",
     "PREVIEW_CHARS",
+    "RESULT_CHARS",
     "SearchArgumentError",
     "SessionSearchArgs",
     "cut_text",
@@ -140,6 +147,18 @@ HIT_CHARS = 1500
 CONTEXT_CHARS = 600
 BOOKEND_CHARS = 300
 PREVIEW_CHARS = 200
+# A whole result (its JSON, in characters) is held to about this much: agent
+# hosts cap what a tool may return (MCP clients often near 25,000 tokens).
+RESULT_CHARS = 60_000
+MIN_SCALE = 0.1  # the budgets' least share of their usual size
+MIN_FIELD_CHARS = 80  # no field budget goes below this
+_SCALE: ContextVar[float] = ContextVar("session_search_budget_scale", default=1.0)
+_WINDOW_CAP: ContextVar[int | None] = ContextVar("session_search_window_cap", default=None)
+
+
+def _budget(chars: int) -> int:
+    """A field budget at the scale this result is rendered at (execute)."""
+    return max(MIN_FIELD_CHARS, int(chars * _SCALE.get()))
 
 SCROLL_WINDOW = (5, 0, 20)  # default, min, max
 DISCOVERY_WINDOW = (2, 0, 10)
@@ -590,14 +609,14 @@ def _scroll(archive, a: SessionSearchArgs, out: dict) -> dict:
             f"message {anchor['id']} belongs to session {anchor['session_id']!r}, not {sid!r}; "
             "leave session_id out to scroll the message's own session", "around_message_id")
     session = _session_or_error(archive, sid)
-    w = _clamp("window", a.window, SCROLL_WINDOW, out["clamped"])
+    w = _window(a.window, SCROLL_WINDOW, out)
     before, after, more_before, more_after = _around(archive, sid, anchor["id"], w)
     reason = a.include_reasoning
-    msgs = [render_message(m, HIT_CHARS, reason) for m in before]
-    shown_anchor = render_message(anchor, HIT_CHARS, reason)
+    msgs = [render_message(m, _budget(HIT_CHARS), reason) for m in before]
+    shown_anchor = render_message(anchor, _budget(HIT_CHARS), reason)
     shown_anchor["anchor"] = True
     msgs.append(shown_anchor)
-    msgs.extend(render_message(m, HIT_CHARS, reason) for m in after)
+    msgs.extend(render_message(m, _budget(HIT_CHARS), reason) for m in after)
     first, last = (before[0] if before else anchor), (after[-1] if after else anchor)
     out.update({
         "session": render_session(session),
@@ -630,7 +649,7 @@ def _read(archive, a: SessionSearchArgs, out: dict) -> dict:
     out["session"] = render_session(session)
     if len(head) <= READ_HEAD + READ_TAIL:
         out.update({"truncated": False, "total_messages": len(head),
-                    "messages": [render_message(m, HIT_CHARS, reason) for m in head]})
+                    "messages": [render_message(m, _budget(HIT_CHARS), reason) for m in head]})
         return out
     head = head[:READ_HEAD]
     tail = archive.messages_of(sid, after_id=head[-1]["id"], limit=READ_TAIL, order="desc")[::-1]
@@ -639,8 +658,8 @@ def _read(archive, a: SessionSearchArgs, out: dict) -> dict:
         "truncated": True,
         "total_messages": total,
         "omitted_messages": total - len(head) - len(tail),
-        "messages": [render_message(m, HIT_CHARS, reason) for m in head],
-        "tail_messages": [render_message(m, HIT_CHARS, reason) for m in tail],
+        "messages": [render_message(m, _budget(HIT_CHARS), reason) for m in head],
+        "tail_messages": [render_message(m, _budget(HIT_CHARS), reason) for m in tail],
         "continue_with": {"session_id": sid, "around_message_id": head[-1]["id"],
                           "note": "scroll from the last head message to see the omitted middle"},
     })
@@ -687,7 +706,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         _session_or_error(archive, a.session_id)
         if a.session_id in a.exclude_session_ids:
             out["notes"].append("session_id is also in exclude_session_ids; the named session is searched")
-    w = _clamp("window", a.window, DISCOVERY_WINDOW, out["clamped"])
+    w = _window(a.window, DISCOVERY_WINDOW, out)
     limit = _clamp("limit", a.limit, DISCOVERY_LIMIT, out["clamped"])
     offset = _clamp("offset", a.offset, DISCOVERY_OFFSET, out["clamped"])
     reason = a.include_reasoning
@@ -752,12 +771,12 @@ def _session_result(archive, session, message, best, hits, w, reason, total: int
     snippet, marks = marked_snippet(best)
     column = getattr(best, "column", None) or (best.matched_in[0] if best.matched_in else None)
     before, after, more_before, more_after = _around(archive, sid, message["id"], w)
-    shown_hit = render_message(message, HIT_CHARS, reason, focus_column=column,
+    shown_hit = render_message(message, _budget(HIT_CHARS), reason, focus_column=column,
                                focus=_match_focus(message, column, best))
     shown_hit["hit"] = True
-    window = [render_message(m, CONTEXT_CHARS, reason) for m in before]
+    window = [render_message(m, _budget(CONTEXT_CHARS), reason) for m in before]
     window.append(shown_hit)
-    window.extend(render_message(m, CONTEXT_CHARS, reason) for m in after)
+    window.extend(render_message(m, _budget(CONTEXT_CHARS), reason) for m in after)
     in_window = {m["id"] for m in before} | {message["id"]} | {m["id"] for m in after}
     first_id = before[0]["id"] if before else message["id"]
     last_id = after[-1]["id"] if after else message["id"]
@@ -784,11 +803,11 @@ def _session_result(archive, session, message, best, hits, w, reason, total: int
         },
         "other_hit_ids": [h.message_id for h in hits[1:1 + OTHER_HITS]],
         "hits_in_session": total,
-        "head": [render_message(m, BOOKEND_CHARS, reason) for m in head],
+        "head": [render_message(m, _budget(BOOKEND_CHARS), reason) for m in head],
         "messages_between_head_and_window": gap_before,
         "window": window,
         "messages_between_window_and_tail": gap_after,
-        "tail": [render_message(m, BOOKEND_CHARS, reason) for m in tail],
+        "tail": [render_message(m, _budget(BOOKEND_CHARS), reason) for m in tail],
     }
 
 
@@ -804,7 +823,7 @@ def _preview(archive, sid: str) -> str | None:
     pick = next((m for m in msgs if m["role"] == "user" and (m["content"] or "").strip()), None)
     if pick is None:
         pick = next((m for m in msgs if (m["content"] or "").strip()), None)
-    return None if pick is None else cut_text(pick["content"], PREVIEW_CHARS)[0]
+    return None if pick is None else cut_text(pick["content"], _budget(PREVIEW_CHARS))[0]
 
 
 def _browse(archive, a: SessionSearchArgs, out: dict) -> dict:
@@ -884,16 +903,51 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
 
     ``ignored`` (arguments given that the mode does not use) is reported in the
     result.  Raises SearchArgumentError (unknown session or message ...),
-    QueryError and SQLite's errors; ``respond`` turns them into results."""
+    QueryError and SQLite's errors; ``respond`` turns them into results.
+    A result over RESULT_CHARS is rendered again with every budget scaled
+    down (see the module doc)."""
+    scale, cap = 1.0, None
+    while True:
+        out = _render(archive, a, list(ignored), scale, cap)
+        size = len(json.dumps(out, ensure_ascii=False, default=str))
+        if size <= RESULT_CHARS:
+            break
+        if scale > MIN_SCALE:  # first every budget, then the window (fewer messages)
+            scale = max(MIN_SCALE, scale * 0.9 * RESULT_CHARS / size)
+        elif out.get("window"):
+            cap = out["window"] // 2
+        else:
+            break
+    if scale < 1:
+        out["budget_scale"] = round(scale, 3)
+        out.setdefault("notes", []).append(
+            f"the result is held to about {RESULT_CHARS:,} characters, so messages are cut shorter than usual "
+            "(each cut says how much)" + ("" if cap is None else f" and the window is {cap}") +
+            "; scroll or read a session to see more of it")
+    return out
+
+
+def _window(value, spec, out: dict) -> int:
+    """The window to use: clamped to ``spec``, then to what the result's size allows (execute)."""
+    w = _clamp("window", value, spec, out["clamped"])
+    cap = _WINDOW_CAP.get()
+    return w if cap is None else min(w, cap)
+
+
+def _render(archive, a: SessionSearchArgs, ignored: list, scale: float, cap: int | None) -> dict:
     mode = a.mode
     out: dict = {"mode": mode, "clamped": {}, "notes": []}
-    ignored = list(ignored)
     if ignored:
         out["ignored_arguments"] = ignored
         out["notes"].append(f"{', '.join(ignored)} not used in {mode} mode")
     if mode in ("scroll", "read") and a.session_id is not None and a.session_id in a.exclude_session_ids:
         out["notes"].append("session_id is also in exclude_session_ids; the named session is shown")
-    _RUN[mode](archive, a, out)
+    token, token_cap = _SCALE.set(scale), _WINDOW_CAP.set(cap)
+    try:
+        _RUN[mode](archive, a, out)
+    finally:
+        _SCALE.reset(token)
+        _WINDOW_CAP.reset(token_cap)
     for key in ("clamped", "notes", "ignored_arguments"):  # bookkeeping last, and only when there is some
         value = out.pop(key, None)
         if value:

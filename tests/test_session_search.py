@@ -561,3 +561,27 @@ def test_snippets_are_utf8_hold_the_match_and_fit(snippet_archive, route, query,
         shown = len(visible) - visible.startswith("…") - visible.endswith("…")
         assert shown <= SNIPPET_CHARS, (route, len(visible), h.snippet)
         assert h.matched_in == (["reasoning"] if h.role == "assistant" else ["content"])
+
+
+@pytest.mark.parametrize("args", [
+    {"query": "needle", "limit": 10, "window": 10, "include_reasoning": True},
+    {"around_message_id": 100, "window": 20, "include_reasoning": True},
+    {"session_id": "s3", "include_reasoning": True},
+])
+def test_a_result_is_held_to_its_size_budget(tmp_path, args):
+    # agent hosts cap what a tool may return: the widest calls on long messages stay near RESULT_CHARS
+    from cjk_tokenizer.session_search import RESULT_CHARS
+
+    with Archive(tmp_path / "big.db") as ar:
+        for s in range(12):
+            ar.add_messages(f"s{s}", [{"role": "user" if i % 2 else "assistant",
+                                       "content": f"needle {s} {i} " + "部署日志 " * 800,
+                                       "reasoning": "思考 " * 1500} for i in range(40)])
+        out = ar.session_search(**args)
+        assert "error" not in out
+        assert len(json.dumps(out, ensure_ascii=False)) <= RESULT_CHARS
+        assert 0 < out["budget_scale"] < 1 and any("held to about" in n for n in out["notes"])
+        shown = out["sessions"][0]["window"] if "sessions" in out else out["messages"]
+        assert shown and all("cut" in m for m in shown)  # every cut message says how much went
+        small = ar.session_search(query="needle")
+        assert "budget_scale" not in small and len(json.dumps(small, ensure_ascii=False)) <= RESULT_CHARS
