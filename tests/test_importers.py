@@ -299,6 +299,42 @@ def test_stdin_import_and_summary_line(tmp_path):
 # ------------------------------------------------------------------ bad input
 
 
+def test_a_moved_codex_rollout_adds_nothing_and_a_resumed_one_adds_its_lines(tmp_path):
+    # Codex moves an archived rollout to ~/.codex/archived_sessions/: sync read it as a new file
+    live = tmp_path / ".codex" / "sessions" / "2025" / "10" / "29"
+    rollout = fx.write_jsonl(str(live / "rollout-x.jsonl"), fx.codex_lines())
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar:
+        ar.import_source(str(tmp_path / ".codex"))
+        n = ar.count_messages()
+        moved = tmp_path / ".codex" / "archived_sessions"
+        moved.mkdir()
+        os.rename(rollout, moved / "rollout-x.jsonl")
+        report = ar.sync()
+        assert ar.count_messages() == n and report.messages == 0 and not report.changed
+        # another rollout of the same session id holding other text at the same lines is stored
+        other = [dict(line) for line in fx.codex_lines()]
+        for line in other:
+            if line.get("type") == "response_item" and line["payload"].get("type") == "message":
+                line["payload"] = {**line["payload"], "content": [{"type": "input_text", "text": "续会 resumed"}]}
+        fx.write_jsonl(str(live / "rollout-y.jsonl"), other)
+        report = ar.sync()
+        assert report.messages > 0 and not report.changed and len(_hit_ids(ar, "续会")) == report.messages
+
+
+def test_codex_lines_imported_under_their_line_numbers_are_known_still(tmp_path):
+    # an archive whose Codex records were keyed by line number alone adds nothing on a re-import
+    rollout = fx.write_jsonl(str(tmp_path / "rollout-x.jsonl"), fx.codex_lines())
+    db = str(tmp_path / "a.db")
+    with Archive(db) as ar:
+        ar.import_source(rollout)
+        n = ar.count_messages()
+        ar.conn.execute("UPDATE imported SET key = substr(key, instr(key, 'line ')) WHERE key LIKE 'session %'")
+        assert ar.conn.execute("SELECT count(*) FROM imported WHERE key LIKE 'line %'").fetchone()[0] > 0
+        report = ar.import_source(rollout)
+        assert ar.count_messages() == n and report.messages == 0 and not report.changed
+
+
 def test_two_imports_of_one_source_at_once_store_each_record_once(tmp_path):
     # the other import commits the records this one read as new: its batch must not store them again
     # (it failed on the UNIQUE key of imported, an SQLite error the user could do nothing with)

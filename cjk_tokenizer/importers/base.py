@@ -45,6 +45,7 @@ class Record:
     key: str
     line: int | None
     messages: list
+    legacy: str | None = None  # the key an earlier version gave it (already-imported records keep theirs)
 
 
 @dataclass

@@ -17,7 +17,13 @@ Each line is ``{"timestamp", "type", "payload"}``:
   event is skipped (counted) and nothing is stored twice.
 
 Older rollouts whose lines are bare response items (no ``payload``) read the
-same way.  A line's identity is its line number: rollouts only grow.
+same way.  A line's identity is its session's id (``session_meta``) and its
+line number, wherever the file lies, since rollouts only grow and Codex moves
+an archived one to ``~/.codex/archived_sessions/``: the same line read from
+there is not stored again (``global_key``).  Without a session id it is the
+line number in that file.  A line holding other text than the one imported
+under its key is a new record (``POSITIONAL_KEYS``): another rollout of the
+same session may hold other lines at those numbers.
 """
 from __future__ import annotations
 
@@ -26,6 +32,14 @@ import json
 from .base import Record, SessionInfo, Skip, compact, epoch, json_lines, text_of
 
 NAME = "codex"
+# A key names a place in a session's rollout, not one text: found elsewhere with
+# other text, the record is another one (the driver stores it).
+POSITIONAL_KEYS = True
+
+
+def global_key(key: str) -> bool:
+    """Does ``key`` name its record wherever the file lies (a session id's line)?"""
+    return key.startswith("session ")
 _LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 _CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_call"}
 _OUTPUTS = {"function_call_output", "custom_tool_call_output"}
@@ -101,6 +115,7 @@ def _item(item: dict, sid: str, ts, tool_names: dict):
 def read(src):
     tool_names: dict = {}
     sid = None
+    named = False  # sid is the session_meta's id, not the file's name
     model = None
     for number, obj in json_lines(src):
         if isinstance(obj, Skip):
@@ -120,6 +135,7 @@ def read(src):
                     sid = payload.get("id") or src.stem
                     if not isinstance(sid, str):
                         raise ValueError("session_meta id must be a string")
+                    named = bool(payload.get("id"))
                     yield SessionInfo(sid, source=NAME, started_at=epoch(payload.get("timestamp")) or ts,
                                       metadata=compact({k: payload.get(k) for k in
                                                         ("cwd", "cli_version", "originator", "model_provider")}),
@@ -143,6 +159,7 @@ def read(src):
             if isinstance(got, str):
                 yield Skip(got)
             else:
-                yield Record(f"line {number}", number, got)
+                here = f"line {number}"
+                yield Record(f"session {sid} {here}" if named else here, number, got, legacy=here if named else None)
         except ValueError as exc:
             yield Skip("bad", number, str(exc))

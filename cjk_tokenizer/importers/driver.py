@@ -393,7 +393,11 @@ class _Run:
 
     def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list) -> None:
         digest = _digest(rec.messages)
-        old = known.get(rec.key) or self._imported_elsewhere(src, rec.key)
+        old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
+        if old is None:
+            old = self._imported_elsewhere(src, rec.key)
+            if old is not None and old != digest and getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False):
+                old = None  # the key's place in another file holds other text: another record
         if old is not None:
             if old == digest:
                 self.report.unchanged += 1
