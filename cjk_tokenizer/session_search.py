@@ -725,7 +725,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     elif more:
         out["notes"].append(f"relevance pages reach offset {DISCOVERY_OFFSET[2]}; sort newest/oldest "
                             "(next_cursor) or after/before reach the other sessions")
-    shown = [hits for hits in groups[offset:offset + limit]]
+    shown = groups[offset:offset + limit]
     # a search with a cursor read the hits after it only; otherwise a session is
     # complete when the search that found it ran out
     counted = archive.count_by_session(
