@@ -61,6 +61,7 @@ import os
 import threading
 import uuid
 import warnings
+from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable
 
 import apsw
@@ -727,6 +728,15 @@ class Archive:
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
                               cursor=cursor, exclude_session_ids=exclude_session_ids,
                               fold_variants=self.fold_variants, **options)
+
+    @contextmanager
+    def reading(self):
+        """One read transaction for several calls (searches, reads), joining one already
+        open: they all see the archive as one commit left it, whatever other
+        processes write meanwhile (WAL lets them).  Hold it briefly: a long read keeps
+        the write-ahead log from being checkpointed."""
+        with self._lock, snapshot(self._conn):
+            yield self
 
     def count_by_session(self, query: str, session_ids: Iterable[str], *, include_reasoning: bool = False,
                          roles: Iterable[str] | None = None, after: float | str | None = None,

@@ -192,11 +192,16 @@ class Hits(list):
     ranked_among  relevance only: N when the query matched more than N rows
                   and bm25 ranked its newest N (see "Bounded relevance"),
                   else None.
+    rank_floor    with ranked_among: the id the ranked matches lie above.
+                  Passed back as ``rank_floor=``, a search with other
+                  filters ranks the matches above the same id (so that
+                  searches leaving out more and more sessions keep one order).
     """
 
     next_cursor: str | None = None
     offset: int = 0
     ranked_among: int | None = None
+    rank_floor: int | None = None
 
 
 def plan_query(query: str, live_indexes: Iterable[str], *, columns: Iterable[str], route: str | None = None,
@@ -336,11 +341,15 @@ def _session_ids(ids, name: str) -> list[str]:
     """``ids`` (one session id or a collection of them) as a sorted list without repeats."""
     if ids is None:
         return []
-    ids = [ids] if isinstance(ids, str) else list(ids) if isinstance(ids, (list, tuple, set, frozenset)) else None
-    if ids is None or not all(isinstance(i, str) for i in ids):
-        raise QueryError(f"{name} must be a session id or a list of session ids")
+    if isinstance(ids, str):
+        ids = [ids]
+    elif isinstance(ids, (bytes, dict)) or not hasattr(ids, "__iter__"):
+        raise QueryError(f"{name} must be a session id or an iterable of session ids, not {type(ids).__name__}")
+    ids = list(itertools.islice(ids, MAX_EXCLUDED + 1))
+    if not all(isinstance(i, str) for i in ids):
+        raise QueryError(f"{name} must be a session id or an iterable of session ids")
     if len(ids) > MAX_EXCLUDED:
-        raise QueryError(f"{name} holds {len(ids):,} ids; at most {MAX_EXCLUDED:,}")
+        raise QueryError(f"{name} holds more than {MAX_EXCLUDED:,} ids")
     return sorted(set(ids))
 
 
@@ -601,6 +610,17 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
                            limit, offset, few, rank)]
 
 
+def _count_above(conn, p: Plan, filters: tuple[str, tuple], floor: int) -> int:
+    """How many matches of the ranking MATCH within the filters lie above ``floor``
+    (the rows a search given ``rank_floor`` ranks)."""
+    route, match = p.ranking
+    t = table(route)
+    fsql, fparams = filters
+    join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
+    return conn.execute(f"SELECT count(*) FROM {t}{join} WHERE {t} MATCH ? AND {t}.rowid > ?{fsql}",
+                        (match, floor, *fparams)).fetchone()[0]
+
+
 def _has_prefix(match: str) -> bool:
     """Does the FTS5 expression ``match`` hold a prefix query: a ``*`` outside
     its double-quoted strings (where the compiler doubles a quote, which
@@ -790,7 +810,7 @@ def _walk(conn, p: Plan, sort: str, last: int | None, statement) -> _Walk:
 def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=None, session_id=None, after=None,
              before=None, sort="relevance", limit=20, route=None, snippet_chars=SNIPPET_CHARS, offset=0,
              cursor=None, relevance_bound="default", cjk_unigrams=False, fold_variants=False,
-             exclude_session_ids=None) -> _Prepared:
+             exclude_session_ids=None, rank_floor=None) -> _Prepared:
     """Check the arguments, plan, and write the statements (run_search's arguments)."""
     _check(sort, limit, snippet_chars)
     sort, offset, last = paging(sort, offset, cursor)
@@ -802,8 +822,12 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     # On a single MATCH over the cjk index the C function cjk_match builds the
     # snippets inside the ranking query; everywhere else snippet.py does.
     aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
-    floor, few = None, False
-    if sort == "relevance":  # few matches matter only where snippets come from cjk_match
+    floor, few, above = None, False, bound
+    if sort == "relevance" and rank_floor is not None and p.ranking[1] is not None:
+        if isinstance(rank_floor, bool) or not isinstance(rank_floor, int):
+            raise QueryError(f"rank_floor must be the rank_floor of an earlier search, not {rank_floor!r}")
+        floor, above = rank_floor, _count_above(conn, p, filters, rank_floor)
+    elif sort == "relevance":  # few matches matter only where snippets come from cjk_match
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
     rank = _plan_rank(conn, p, state)  # explain names it whatever the sort
     seek_hits = aux and floor is not None and _seeks_hits(conn, p, bound)
@@ -815,7 +839,7 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
         statements = [] if first is None else [walk.statement(first, offset + limit)]
         return _Prepared(p, sort, offset, bound, floor, aux, rank, statements, walk)
     statements = id_statements(p, sort=sort, limit=limit, filters=filters, aux=aux, snippet_chars=snippet_chars,
-                               offset=offset, last=last, floor=floor, bound=bound or 0, few=few, rank=rank,
+                               offset=offset, last=last, floor=floor, bound=above or 0, few=few, rank=rank,
                                seek_hits=seek_hits)
     return _Prepared(p, sort, offset, bound, floor, aux, rank, statements)
 
@@ -825,7 +849,7 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
                before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
                snippet_chars: int = SNIPPET_CHARS, offset: int = 0, cursor: str | None = None,
                relevance_bound: Any = "default", cjk_unigrams: bool = False, fold_variants: bool = False,
-               exclude_session_ids: Iterable[str] | None = None) -> Hits:
+               exclude_session_ids: Iterable[str] | None = None, rank_floor: int | None = None) -> Hits:
     """Search ``conn`` (an archive connection) for ``query``.  See the module docstring.
 
     ``fold_variants``: the archive folds Han variants (``Archive(fold_variants=True)``);
@@ -834,11 +858,13 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
     prep = _prepare(conn, query, live_indexes, include_reasoning=include_reasoning, roles=roles,
                     session_id=session_id, after=after, before=before, sort=sort, limit=limit, route=route,
                     snippet_chars=snippet_chars, offset=offset, cursor=cursor, relevance_bound=relevance_bound,
-                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants, exclude_session_ids=exclude_session_ids)
+                    cjk_unigrams=cjk_unigrams, fold_variants=fold_variants, exclude_session_ids=exclude_session_ids,
+                    rank_floor=rank_floor)
     p = prep.plan
     out = Hits()
     out.offset = prep.offset
     out.ranked_among = None if prep.floor is None else prep.bound
+    out.rank_floor = prep.floor
     with checking(p.node):  # a big row is read once for all the query's terms
         found = []
         if prep.walk is not None:

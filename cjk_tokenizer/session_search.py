@@ -92,9 +92,11 @@ Argument rules (documented safe meanings, else a structured error):
   shift it.  A session can show up again on a later page with its older
   (newest) or newer (oldest) hits.  A page gives ``next_offset`` (relevance,
   browse) or ``next_cursor`` (newest/oldest), never both, and a call given
-  both is an error.  Sessions are found FETCH hits at a time; each further
-  read leaves out the sessions already found, so one busy session never
-  hides the others and ``more_sessions`` is exact.
+  both is an error.  Sessions are found FETCH hits at a time (up to
+  FETCH_MAX when sessions are long); each further read leaves out the
+  sessions already found and, by relevance, ranks the matches the first
+  ranked (``rank_floor``), so one busy session never hides the others, the
+  order is that of one long read, and ``more_sessions`` is exact.
   ``ranked_among`` (relevance) says the query matched more messages than
   search.RELEVANCE_BOUND and bm25 ranked the newest that many.
 * Each discovery session lists its best hit, up to OTHER_HITS more hit ids
@@ -112,6 +114,7 @@ Errors never raise: the result is ``{"mode": ..., "error": {"code": ...,
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import unicodedata
@@ -170,7 +173,7 @@ MAX_EXCLUDED = 1000  # session ids one call may leave out
 READ_HEAD, READ_TAIL = 20, 10
 HEAD_MESSAGES, TAIL_MESSAGES = 3, 2  # discovery bookends
 PREVIEW_SCAN = 10  # messages looked at for a browse preview
-FETCH = 50  # hits one search reads to fill the sessions of a page
+FETCH, FETCH_MAX = 50, 1000  # hits one search reads to fill the sessions of a page, first and at most
 OTHER_HITS = 5  # a session's hits listed by id besides its best
 
 LABELS = {
@@ -476,7 +479,8 @@ def _check_ids_and_counts(given: dict) -> dict:
     if offset is not None and offset < 0:
         raise SearchArgumentError("bad_argument", f"offset must be 0 or more, not {offset}", "offset")
     out["offset"] = offset
-    if offset is not None and given.get("cursor") is not None:
+    if offset and given.get("cursor") is not None and \
+            infer_mode(given.get("query"), given.get("session_id"), given.get("around_message_id")) == "discovery":
         raise SearchArgumentError("bad_argument", "give offset or cursor, not both: a cursor already says where "
                                                   "the next page starts", "offset")
     reasoning = given.get("include_reasoning", False)
@@ -679,25 +683,30 @@ def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, 
     skip = set() if a.session_id is not None else set(a.exclude_session_ids)
     groups: dict = {}
     complete: set = set()
-    read, ranked_among = 0, None
+    read, ranked_among, fetch = 0, None, FETCH
+    floor: dict = {}  # relevance: the first search's rank_floor, so that every search ranks the same matches
     while True:
         hits = archive.search(
             a.query, include_reasoning=a.include_reasoning, roles=a.roles, session_id=a.session_id,
-            after=a.after, before=a.before, sort=a.sort, limit=FETCH, cursor=a.cursor,
-            exclude_session_ids=sorted(skip | groups.keys()) or None,
+            after=a.after, before=a.before, sort=a.sort, limit=fetch, cursor=a.cursor,
+            exclude_session_ids=sorted(skip | groups.keys()) or None, **floor,
         )
         ranked_among = ranked_among or getattr(hits, "ranked_among", None)
+        if a.sort == "relevance" and not floor and getattr(hits, "rank_floor", None) is not None:
+            floor = {"rank_floor": hits.rank_floor}
         read += len(hits)
         found = []
         for h in hits:
             if h.session_id not in groups:
                 found.append(h.session_id)
             groups.setdefault(h.session_id, []).append(h)
-        if len(hits) < FETCH:
+        if len(hits) < fetch:
             complete.update(found)
             break
         if len(groups) > limit:
             break
+        if len(found) < 2:  # long sessions: read more at a time
+            fetch = min(fetch * 4, FETCH_MAX)
     return list(groups.values()), len(groups) > limit, read, ranked_among, complete
 
 
@@ -720,8 +729,10 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     if more and sort != "relevance":  # continue at the first hit of the first session not shown
         first = groups[offset + limit][0].message_id
         paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
-    elif more and offset + limit <= DISCOVERY_OFFSET[2]:
-        paged["next_offset"] = offset + limit
+        out["notes"].append("next_cursor goes on at the first session not shown; a session shown here can show "
+                            "again there with its other hits: add its id to exclude_session_ids to skip it")
+    elif more and offset < DISCOVERY_OFFSET[2]:
+        paged["next_offset"] = min(offset + limit, DISCOVERY_OFFSET[2])
     elif more:
         out["notes"].append(f"relevance pages reach offset {DISCOVERY_OFFSET[2]}; sort newest/oldest "
                             "(next_cursor) or after/before reach the other sessions")
@@ -731,6 +742,7 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     counted = archive.count_by_session(
         a.query, [h[0].session_id for h in shown if a.cursor or h[0].session_id not in complete],
         include_reasoning=reason, roles=a.roles, after=a.after, before=a.before) if shown else {}
+    shown = [_more_hits(archive, a, hits, counted) for hits in shown]
     results = []
     for hits in shown:
         best = hits[0]
@@ -760,10 +772,23 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     })
     if not results and groups:  # there are matches, all before the offset
         out["notes"].append(f"offset {offset} is past the last session that matches ({len(groups)} match)")
+    elif not results and a.cursor is not None:
+        out["notes"].append("no more matches after the cursor")
     elif not results:
         out["notes"].append("no match" + ("" if reason else "; reasoning was not searched "
                                                             "(include_reasoning=true searches it too)"))
     return out
+
+
+def _more_hits(archive, a: SessionSearchArgs, hits: list, counted: dict) -> list:
+    """A session's hits, read on in that session when the read that found it held
+    fewer than its best and OTHER_HITS more but the session has more."""
+    best = hits[0]
+    if len(hits) > OTHER_HITS or counted.get(best.session_id, 0) <= len(hits):
+        return hits
+    more = archive.search(a.query, include_reasoning=a.include_reasoning, roles=a.roles, session_id=best.session_id,
+                          after=a.after, before=a.before, sort=a.sort, limit=2 + OTHER_HITS, cursor=a.cursor)
+    return [best] + [h for h in more if h.message_id != best.message_id][:OTHER_HITS]
 
 
 def _session_result(archive, session, message, best, hits, w, reason, total: int) -> dict:
@@ -943,8 +968,10 @@ def _render(archive, a: SessionSearchArgs, ignored: list, scale: float, cap: int
     if mode in ("scroll", "read") and a.session_id is not None and a.session_id in a.exclude_session_ids:
         out["notes"].append("session_id is also in exclude_session_ids; the named session is shown")
     token, token_cap = _SCALE.set(scale), _WINDOW_CAP.set(cap)
+    reading = getattr(archive, "reading", None)  # one snapshot for all the reads of the call
     try:
-        _RUN[mode](archive, a, out)
+        with reading() if reading is not None else contextlib.nullcontext():
+            _RUN[mode](archive, a, out)
     finally:
         _SCALE.reset(token)
         _WINDOW_CAP.reset(token_cap)

@@ -43,10 +43,10 @@ MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z
 # For --help texts and error messages: what a user may type.
 FORMATS_HELP = "ISO-8601 (2024-05-01, 2024-05-01T08:30:00Z, +08:00; no zone = UTC) or epoch seconds"
 
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?", re.ASCII)  # ASCII digits only
 # Digits alone that a person means as a year (2024) or a basic date (2024123,
 # 20240101) far more often than as a time in 1970-73.
-_DATE_LIKE = re.compile(r"\d{4,8}")
+_DATE_LIKE = re.compile(r"[+]?\d{4,8}", re.ASCII)
 
 
 # ISO-8601: a date (calendar, week or ordinal; extended or basic), an optional
@@ -124,7 +124,7 @@ def epoch_seconds(value, name: str) -> float:
         s = value.strip()
         if _DATE_LIKE.fullmatch(s):
             raise TimeValueError(f"{name}={value!r} is ambiguous: it reads as a year or a date as well as epoch "
-                                 f"seconds; write a date as 2024-05-01, or seconds as {s}.0")
+                                 f"seconds; write a date as 2024-05-01, or seconds as {s.lstrip('+')}.0")
         if _NUMBER.fullmatch(s):
             return _in_range(float(s), name, value)
         seconds = _iso_seconds(s) if len(s) <= 64 else None

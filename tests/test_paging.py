@@ -149,7 +149,7 @@ def test_one_busy_session_hides_no_other_session(tmp_path, sort):
         assert got[0] == "busy" if sort != "oldest" else got == ["old0", "old1", "old2"]
         if sort == "newest":
             assert got == ["busy", "old3", "old2"]
-        assert first["more_sessions"] and "notes" not in first
+        assert first["more_sessions"] and all("exclude_session_ids" in n for n in first.get("notes", []))
         assert first["sessions"][0]["hits_in_session"] == (FETCH * 5 + 10 if got[0] == "busy" else 1)
         # the current session left out: the others fill the page
         others = ar.session_search(query="部署", sort=sort, limit=3, exclude_session_ids=["busy"])
@@ -378,3 +378,67 @@ def test_a_cursor_past_the_rowids_is_an_argument_error_everywhere(archive, capsy
         assert main(["search", archive.path, "部署", "--cursor", cursor]) == 1
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "cursor" in err and "Traceback" not in err
+
+
+def _session_order(hits):
+    seen = []
+    for h in hits:
+        if h.session_id not in seen:
+            seen.append(h.session_id)
+    return seen
+
+
+def test_discovery_by_relevance_keeps_the_order_of_one_long_read_past_the_bound(tmp_path, monkeypatch):
+    # each further read leaves sessions out; were the bound counted again, it would rank older matches
+    from cjk_tokenizer import search
+
+    monkeypatch.setattr(search, "RELEVANCE_BOUND", 100)
+    with Archive(tmp_path / "bound.db") as ar:
+        # six sessions of 60 hits each, one after another; a session's hits score alike (its padding),
+        # so each read finds about one session; c3's, the best scored, lie below the bound's newest 100
+        for k, pad in enumerate((1, 2, 3, 0, 4, 2)):
+            ar.add_messages(f"c{k}", [{"role": "user", "content": "数据" + " 填充" * pad} for _ in range(60)])
+        one_read = ar.search("数据", limit=360)
+        assert one_read.ranked_among == 100 and _session_order(one_read) == ["c5", "c4", "c3", "c2", "c1", "c0"]
+        out = ar.session_search(query="数据", limit=3)
+        assert [s["session"]["session_id"] for s in out["sessions"]] == ["c5", "c4", "c3"]
+        rest = ar.session_search(query="数据", limit=3, offset=out["next_offset"])
+        assert [s["session"]["session_id"] for s in rest["sessions"]] == ["c2", "c1", "c0"]
+
+
+def test_one_discovery_call_reads_the_archive_as_one_commit_left_it(tmp_path):
+    # another process appending between the call's reads must not land on the page out of order
+    path = tmp_path / "race.db"
+    with Archive(path) as ar, Archive(path) as writer:
+        for s in range(5):
+            ar.add_message(f"old{s}", "user", "数据 old")
+        for i in range(60):
+            ar.add_message("busy", "user", f"数据 busy {i}")
+        search = ar.search
+
+        def racing(*args, **kwargs):
+            found = search(*args, **kwargs)
+            writer.add_message("late", "user", "数据 late")
+            return found
+
+        ar.search = racing
+        out = ar.session_search(query="数据", sort="newest", limit=2)
+        best = [s["hit"]["message_id"] for s in out["sessions"]]
+        assert [s["session"]["session_id"] for s in out["sessions"]] == ["busy", "old4"]
+        assert best == sorted(best, reverse=True)
+
+
+@pytest.mark.parametrize("sort", ["newest", "oldest"])
+def test_other_hit_ids_list_the_sessions_next_hits_found_past_the_read(tmp_path, sort):
+    from cjk_tokenizer.session_search import FETCH
+
+    with Archive(tmp_path / "other.db") as ar:
+        mine = [ar.add_message("A", "user", f"数据 a{i}") for i in range(3)]
+        for i in range(FETCH - 1):
+            ar.add_message(f"x{i:02d}", "user", f"数据 x{i}")
+        mine.append(ar.add_message("A", "user", "数据 a-newest"))
+        out = ar.session_search(query="数据", sort=sort, limit=3)
+        entry = next(s for s in out["sessions"] if s["session"]["session_id"] == "A")
+        order = mine[::-1] if sort == "newest" else mine
+        assert entry["hit"]["message_id"] == order[0] and entry["other_hit_ids"] == order[1:]
+        assert entry["hits_in_session"] == 4
