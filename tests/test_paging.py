@@ -188,6 +188,21 @@ def test_offset_and_cursor_together_are_refused(archive):
     assert "next_cursor" in first and "next_offset" not in first
     both = archive.session_search(query="部署", limit=2, offset=2, cursor=first["next_cursor"])
     assert both["error"]["code"] == "bad_argument" and both["error"]["argument"] == "offset"
+    # a model that fills in every key sends offset 0: that is no offset
+    zero = archive.session_search(query="部署", limit=2, offset=0, cursor=first["next_cursor"])
+    assert "error" not in zero and zero["sessions"]
+    assert "error" not in archive.session_search(offset=0, cursor=first["next_cursor"])  # browse uses neither
+    past = archive.session_search(query="部署", cursor="newest:1")
+    assert past["sessions"] == [] and past["notes"][-1] == "no more matches after the cursor"
+
+
+def test_exclusions_take_any_iterable_of_ids(archive):
+    every = archive.search("部署", limit=50)
+    sessions = {h.session_id: None for h in every}
+    left = archive.search("部署", limit=50, exclude_session_ids=sessions.keys())
+    assert list(left) == []
+    counts = archive.count_by_session("部署", (sid for sid in sessions))
+    assert sum(counts.values()) == len(every)
 
 
 @pytest.mark.parametrize("sort", ["newest", "oldest"])

@@ -51,7 +51,8 @@ BAD = [True, "yesterday", "", float("nan"), float("inf"), 10**400, -1, 171452160
        # digits a person types as a year or a basic date, which read as seconds into 1970 would filter nothing
        "2024", " 20240101 ", "2024123",
        "2024-02-30", "2024-05-01T24:00", "2024-W54-1", "2023-366", "2024-05-01Z", "2024-05-01T08:00+24:00",
-       "\uff12\uff10\uff12\uff14-05-01"]
+       "\uff12\uff10\uff12\uff14-05-01", "+2024",
+       "\u0661\u0667\u0661\u0664\u0665\u0662\u0661\u0666\u0660\u0660"]  # epoch seconds in Arabic-Indic digits
 
 
 def _id(v):
