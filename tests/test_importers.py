@@ -149,6 +149,28 @@ def test_hermes_content_of_parts_is_stored_as_its_text(tmp_path, hermes_state):
         assert _hit_ids(ar, "大别山") == {m["id"]}
 
 
+def test_a_hermes_transcript_rewritten_under_new_ids_is_not_stored_twice(tmp_path, hermes_state):
+    # /retry, /undo and /compress delete a session's rows and insert them again under new ids
+    from pathlib import Path
+
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("h2", "cli")
+    writer.append_message("h2", "user", "早上好", timestamp=1764100000.0)
+    writer.append_message("h2", "assistant", "早上好！", timestamp=1764100001.0)
+    writer.append_message("h2", "user", "早上好", timestamp=1764100002.0)  # the same words, later: another message
+    writer.close()
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(db)
+        writer = hermes_state.SessionDB(db_path=Path(db))
+        writer.replace_messages("h2", writer.get_messages_as_conversation("h2") + [{"role": "user", "content": "再见"}])
+        writer.close()
+        report = ar.sync()
+        assert report.messages == 1 and report.unchanged == 3 and not report.changed
+        assert [m["content"] for m in ar.messages_of("h2")] == ["早上好", "早上好！", "早上好", "再见"]
+        assert ar.sync().messages == 0  # the new ids are known now
+
+
 # ------------------------------------------------------------------ Claude Code
 
 

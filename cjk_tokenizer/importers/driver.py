@@ -314,6 +314,16 @@ class _Run:
 
         source_id = self.ar._write(register)
         known = dict(conn.execute("SELECT key, digest FROM imported WHERE source_id = ?", (source_id,)))
+        # records gone from a source that rewrites itself (Hermes), by digest: a new record
+        # reading exactly as one of them is that record again, under a new key
+        gone: dict = {}
+        present = getattr(reader, "keys", None)
+        if present is not None and known:
+            now = present(src)
+            for key, digest in known.items():
+                if key not in now:
+                    gone.setdefault(digest, []).append(key)
+        aliases: list = []  # (new key, the gone key it stands for)
         pending: dict = {}
         batch: list = []
         size = [0, 0]  # rows, characters in batch
@@ -347,6 +357,10 @@ class _Run:
                     marks.append((source_id, key, digest, first, len(rows)))
                 conn.executemany("INSERT INTO imported(source_id, key, digest, first_id, count) "
                                  "VALUES (?, ?, ?, ?, ?)", marks)
+                conn.executemany("INSERT OR IGNORE INTO imported(source_id, key, digest, first_id, count) "
+                                 "SELECT source_id, ?, digest, first_id, count FROM imported "
+                                 "WHERE source_id = ? AND key = ?",
+                                 [(new, source_id, old) for new, old in aliases])
                 return len(flat), len(taken)
 
             stored, taken = self.ar._write(work)  # work may run twice (see Archive._write)
@@ -356,6 +370,7 @@ class _Run:
                 self.aside.feed()
             pending.clear()
             batch.clear()
+            aliases.clear()
             size[:] = [0, 0]
 
         for n, item in enumerate(reader.read(src)):
@@ -374,7 +389,7 @@ class _Run:
                     self.report.bad.append(f"{_where(src, item.line)}: session {item.id!r}: {exc}")
                 continue
             records[0] += 1
-            self._record(src, item, known, batch, size)
+            self._record(src, item, known, batch, size, gone, aliases)
             if size[0] >= self.batch_size or size[1] >= BULK_BATCH_CHARS:
                 flush()
         flush()
@@ -391,9 +406,15 @@ class _Run:
                                    "WHERE i.key = ? AND s.format = ? LIMIT 1", (key, src.fmt)).fetchone()
         return None if row is None else row[0]
 
-    def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list) -> None:
+    def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list, gone: dict,
+                aliases: list) -> None:
         digest = _digest(rec.messages)
         old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
+        if old is None and gone.get(digest):  # a record the source rewrote under a new key
+            aliases.append((rec.key, gone[digest].pop()))
+            known[rec.key] = digest
+            self.report.unchanged += 1
+            return
         if old is None:
             old = self._imported_elsewhere(src, rec.key)
             if old is not None and old != digest and getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False):

@@ -13,8 +13,13 @@ images: ``"\\x00json:"`` and the parts as JSON) becomes its text parts, the
 other parts kept in metadata under ``content_parts``, as records.py does.  The FTS side tables are ignored.  Columns a version does
 not have are read as absent, so older and newer schemas import alike.
 
-A message's identity is its ``messages.id``.  Session rows are re-read on
-every import, so a title set later reaches the archive on the next sync.
+A message's identity is its ``messages.id``.  Hermes rewrites a transcript
+(``/retry``, ``/undo``, ``/compress``: ``replace_messages``) by deleting its
+rows and inserting them again under new ids; a new row that reads exactly as
+a row gone from the source since it was imported is that message again, not
+a new one (``keys`` lets the driver see which are gone).  Session rows are
+re-read on every import, so a title set later reaches the archive on the next
+sync.
 """
 from __future__ import annotations
 
@@ -71,6 +76,17 @@ def detect_db(path: str) -> bool:
             and "index_state" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     except apsw.Error:
         return False
+    finally:
+        conn.close()
+
+
+def keys(src) -> set:
+    """The identities of the messages the source holds now."""
+    conn = open_readonly(src.read_path)
+    try:
+        return {str(r[0]) for r in conn.execute("SELECT id FROM messages")}
+    except apsw.Error as exc:
+        raise ImportFileError(f"{src.name}: reading the Hermes database failed ({exc})") from None
     finally:
         conn.close()
 
