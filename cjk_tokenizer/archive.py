@@ -62,7 +62,7 @@ import threading
 import uuid
 import warnings
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import apsw
 
@@ -730,7 +730,7 @@ class Archive:
                               fold_variants=self.fold_variants, **options)
 
     @contextmanager
-    def reading(self):
+    def reading(self) -> Iterator["Archive"]:
         """One read transaction for several calls (searches, reads), joining one already
         open: they all see the archive as one commit left it, whatever other
         processes write meanwhile (WAL lets them).  Hold it briefly: a long read keeps
