@@ -763,6 +763,21 @@ static void jsonLabel(Buf *pOut, const MatchArgs *pArgs, int iCol) {
 
 /* ---- phases ------------------------------------------------------------- */
 
+/* Is instance i the same (phrase, column, offset) as one before it?  xInst
+** lists instances in position order, so a repeat stands among the few
+** before it at the same position; the look back is bounded. */
+static int instRepeats(const InstTable *t, int i) {
+  const int *a = &t->aInst[i * 3];
+  int j, nLook = 0;
+  for (j = i - 1; j >= 0 && nLook < 64; j--, nLook++) {
+    const int *b = &t->aInst[j * 3];
+    if (b[1] == -1) continue;
+    if (b[1] != a[1] || b[2] != a[2]) break;
+    if (b[0] == a[0]) return 1;
+  }
+  return 0;
+}
+
 /* InstTable from xInst; also which phrases each column holds. */
 static void instLoad(MatchState *s, int *pRc) {
   const Fts5ExtensionApi *pApi = s->pApi;
@@ -796,6 +811,10 @@ static void instLoad(MatchState *s, int *pRc) {
     }
     if (a[0] < 0 || a[0] >= t->nPhrase || a[1] < 0 || a[1] >= t->nCol || a[2] < 0) {
       a[1] = -1; /* ignore an instance we cannot place */
+      continue;
+    }
+    if (instRepeats(t, i)) {
+      a[1] = -1; /* FTS5 may report one instance twice: it counts once */
       continue;
     }
     iSeen = (size_t)a[1] * (size_t)t->nPhrase + (size_t)a[0];

@@ -30,13 +30,14 @@ int cjk_utf8_decode(const unsigned char *z, int n, int i, unsigned *pCp) {
   c = aLeadBits[c - 0xC0];
   /* Like SQLite: swallow every continuation byte that follows.  Accumulate in
   ** 32 bits only while it cannot overflow; beyond that it is malformed anyway.
-  ** But a CJK letter ends where its bytes do: a stray continuation byte after
-  ** it is a malformed character of its own, as every other reader of the text
-  ** (Python, instr() on its bytes) sees it, and the letter is still indexed. */
+  ** But a CJK letter (or a variation selector) ends where its bytes do: a
+  ** stray continuation byte after it is a malformed character of its own, as
+  ** every other reader of the text (Python, instr() on its bytes) sees it, and
+  ** the letter is still indexed. */
   while (i < n && (z[i] & 0xC0) == 0x80) {
-    if (nCont == nWant && nWant >= 2 && cjk_is_cjk(c) &&
+    if (nCont == nWant && nWant >= 2 && (cjk_is_cjk(c) || cjk_is_variation_selector(c)) &&
         c >= (nWant == 2 ? 0x800u : 0x10000u) && (c & 0xFFFFF800u) != 0xD800) {
-      break;
+      break; /* a variation selector too: it belongs to the letter before it */
     }
     if (nCont < 4) c = (c << 6) + (z[i] & 0x3F);
     nCont++;

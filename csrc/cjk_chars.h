@@ -15,8 +15,8 @@
 /* Decode one character at z[i] (i < n) the way SQLite's unicode61 reads UTF-8,
 ** so our segment boundaries fall on the character boundaries unicode61 sees:
 ** a lead byte >= 0xC0 swallows every continuation byte after it, but for a
-** CJK letter, which ends where its own bytes do (a stray continuation byte
-** after it is a malformed character of its own).  Returns the
+** CJK letter or a variation selector, which ends where its own bytes do (a
+** stray continuation byte after it is a malformed character of its own).  Returns the
 ** index just past the character.  *pCp gets the code point, or 0xFFFD when the
 ** sequence is malformed (overlong, surrogate, > U+10FFFF, U+FFFE/U+FFFF,
 ** stray continuation byte, wrong length).  Never reads z[n] or beyond.

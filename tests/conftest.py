@@ -126,8 +126,9 @@ def read_utf8(data: bytes):
         ncont = 0
         while i < n and (data[i] & 0xC0) == 0x80:
             if ncont == want and want >= 2 and c >= (0x800 if want == 2 else 0x10000) \
-                    and (c & 0xFFFFF800) != 0xD800 and is_cjk(c):
-                break  # a stray continuation byte after a CJK letter is a character of its own
+                    and (c & 0xFFFFF800) != 0xD800 \
+                    and (is_cjk(c) or 0xFE00 <= c <= 0xFE0F or 0xE0100 <= c <= 0xE01EF):
+                break  # a stray continuation byte after a CJK letter (or selector) is a character of its own
             if ncont < 4:
                 c = (c << 6) + (data[i] & 0x3F)
             ncont += 1

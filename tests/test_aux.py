@@ -1012,3 +1012,13 @@ def test_max_chars_drops_a_fraction_and_refuses_less_than_one(db, size, means):
             db.execute(sql, (LABELS, size)).fetchone()
     else:
         assert db.execute(sql, (LABELS, size)).fetchone() == db.execute(sql, (LABELS, means)).fetchone()
+
+
+def test_an_instance_fts5_reports_twice_counts_once():
+    # SQLite 3.54 may list one (phrase, column, offset) instance twice: two equal rows got different snippets
+    conn = _connect()
+    conn.execute("CREATE VIRTUAL TABLE u USING fts5(a, tokenize='cjk_unicode61 unigrams 1')")
+    conn.execute("INSERT INTO u(rowid, a) VALUES (1, '項。。本本'), (2, '項。。本本')")
+    got = [json.loads(r[0]) for r in conn.execute(
+        "SELECT cjk_match(u, 'a', 3, '[', ']') FROM u WHERE u MATCH '\"本\"* OR \"項\"*' ORDER BY rowid")]
+    assert got[0] == got[1]

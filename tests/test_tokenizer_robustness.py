@@ -512,7 +512,8 @@ def test_tokenizing_in_many_threads_at_once():
 
 
 @pytest.mark.parametrize("text", [b"\xe5\xa4\xa7\xe5\xb1\xb1\x80", b"\xe5\xa4\xa7\xe5\xb1\xb1\xbf\x80 x",
-                                  b"\xf0\xa0\x80\x80\xe5\xb1\xb1\x80"])
+                                  b"\xf0\xa0\x80\x80\xe5\xb1\xb1\x80",
+                                  b"\xe5\xa4\xa7\xe5\xb1\xb1\xef\xb8\x8f\x81"])  # 大山 VS16, stray byte
 def test_a_stray_byte_after_a_cjk_letter_leaves_the_letter_indexed(conn, text):
     # Python reads 大山\ufffd: the letter before the stray byte is there, and the index finds it
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='cjk_unicode61')")
@@ -522,3 +523,13 @@ def test_a_stray_byte_after_a_cjk_letter_leaves_the_letter_indexed(conn, text):
     assert conn.execute("SELECT rowid FROM t WHERE t MATCH '\"山\"*'").fetchall() == [(1,)]
     if "大山" in readable:
         assert conn.execute("SELECT rowid FROM t WHERE t MATCH '\"大山\"'").fetchall() == [(1,)]
+
+
+def test_a_selector_before_a_stray_byte_stays_with_its_letter(conn):
+    # the selector swallowed the stray byte, so the letter's token ended before it
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='cjk_unicode61')")
+    conn.execute("INSERT INTO t(rowid, a) VALUES (1, CAST(? AS TEXT)), (2, ?)",
+                 (b"\xe5\xb1\xb1\xef\xb8\x8f\x81", "\u5c71\ufe0f\ufffd"))
+    got = conn.execute("SELECT rowid, cjk_match(t, 'a', 40, '[', ']') FROM t WHERE t MATCH '\"\u5c71\"'").fetchall()
+    spans = {rowid: (json.loads(res)["start"], json.loads(res)["end"]) for rowid, res in got}
+    assert spans == {1: (0, 2), 2: (0, 2)}  # the letter with its selector, as Python reads both rows
