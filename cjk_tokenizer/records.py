@@ -64,6 +64,12 @@ def text(value, field: str):
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
+        bad = ord(value[exc.start])
+        if 0xDC80 <= bad <= 0xDCFF:  # a byte surrogateescape kept: the source was not UTF-8 there
+            raise InputError(
+                f"{field} holds byte 0x{bad - 0xDC00:02X} at position {exc.start}, which is not UTF-8 "
+                "(SQLite cannot store it as text); fix the source or decode it with errors='replace'"
+            ) from None
         raise InputError(
             f"{field} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
             "which UTF-8 (and so SQLite) cannot store; decode the source with errors='replace' "

@@ -613,6 +613,18 @@ def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_pat
         assert [h["role"] for h in hits] == [role], query
 
 
+def test_a_line_that_is_not_utf8_is_named_as_such(tmp_path):
+    # the byte was reported as a "lone surrogate", which the line does not hold
+    path = str(tmp_path / "c.jsonl")
+    good = json.dumps(fx.claude_lines()[2], ensure_ascii=False).encode()
+    bad = json.dumps(dict(fx.claude_lines()[5], uuid="u-bad")).encode().replace(b"ERROR", b"ERR\xffOR")
+    with open(path, "wb") as f:
+        f.write(good + b"\n" + bad + b"\n")
+    proc = cli("import", str(tmp_path / "a.db"), path, check=False)
+    assert proc.returncode == 1 and f"{path}:2: content holds byte 0xFF at position" in proc.stderr, proc.stderr
+    assert "not UTF-8" in proc.stderr and "surrogate" not in proc.stderr
+
+
 def test_a_json_error_says_where_on_its_line(tmp_path):
     path = fx.write_jsonl(str(tmp_path / "c.jsonl"), [*fx.claude_lines()[:1], '{"type": "user", "x": "a\tb"}'])
     proc = cli("import", str(tmp_path / "a.db"), path, check=False)
