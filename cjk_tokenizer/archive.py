@@ -380,7 +380,9 @@ class Archive:
         for ddl in BASE_DDL:
             conn.execute(ddl)
         record_fold_variants(conn, bool(self._fold_variants_arg))
-        raise_version(conn, BASE_VERSION)  # creating a table that needs more raises it further
+        # creating a table that needs more raises it further; folding is version 2 from the start,
+        # whichever tables this process can create (without the extension, no cjk table yet)
+        raise_version(conn, 2 if self._fold_variants_arg else BASE_VERSION)
         for route in routes:
             self.indexes._create(route, empty_table=True)
 

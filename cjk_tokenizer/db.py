@@ -67,26 +67,41 @@ def connect_readonly(path: str, *, busy_timeout_ms: int, mmap_size: int = MMAP_S
     cannot open it, and the file is opened with ``immutable=1``: SQLite then
     reads it without any locking, so a change another process makes while
     this connection is open is not seen (or may be misread).  A reader of a
-    folder nobody may write in has no such writer.
+    folder nobody may write in has no such writer, nor has a file nobody may
+    write (``_nobody_writes``), which is read that way first.
     """
     uri = "file:" + quote(os.path.abspath(path), safe="/")
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     folder = os.path.dirname(os.path.abspath(path))
-    for params in ("?mode=ro", "?mode=ro&immutable=1"):
+    tries = ["?mode=ro", "?mode=ro&immutable=1"]
+    if _nobody_writes(path):  # the -wal/-shm mode=ro would make here would be read-only too: no writer could use them
+        tries.reverse()
+    for params in tries:
         conn = apsw.Connection(uri + params, flags=flags)
         try:
             conn.set_busy_timeout(int(busy_timeout_ms))
             conn.execute(f"PRAGMA mmap_size={check_mmap_size(mmap_size)}")
             conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()  # opening is lazy: read now
             return conn
-        except apsw.CantOpenError:
+        except (apsw.CantOpenError, apsw.ReadOnlyError):  # ReadOnly: a folder SQLite may not write in
             conn.close()
-            if os.access(folder, os.W_OK):  # not the -shm case: a real failure
-                raise
+            if params == tries[-1] or ("immutable" not in params and os.access(folder, os.W_OK)):
+                raise  # not the -shm case: a real failure
         except BaseException:
             conn.close()
             raise
     raise apsw.CantOpenError("unable to open database file (read-only, even as immutable)")
+
+
+def _nobody_writes(path: str) -> bool:
+    """A file no one may write (no write bit at all: chmod 0444) and without a
+    ``-wal`` beside it: nothing can change it while it is read, so it is read
+    with ``immutable=1`` and no ``-wal``/``-shm`` is left beside it (made
+    read-only like the file, they would break the owner's next write)."""
+    try:
+        return os.stat(path).st_mode & 0o222 == 0 and not os.path.exists(path + "-wal")
+    except OSError:
+        return False
 
 
 def use_wal(conn: apsw.Connection) -> None:

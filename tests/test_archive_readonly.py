@@ -183,3 +183,38 @@ def test_cli_read_commands_work_on_an_unwritable_archive(archive_file, what):
     # a write command says which file it could not write
     proc = _in_readonly_mount(target, target, sys.executable, "-m", "cjk_tokenizer", "rebuild", archive_file)
     assert proc.returncode == 1 and archive_file in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def _as_a_plain_user(*command: str) -> subprocess.CompletedProcess:
+    """``command`` with file permissions enforced, as they are for a user who is not root."""
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    prefix = []
+    if os.geteuid() == 0:
+        drop = "-dac_override,-dac_read_search,-fowner"
+        prefix = ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}", "--"]
+    return subprocess.run([*prefix, *command], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+
+
+needs_setpriv = pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
+                                   reason="root without setpriv: permissions cannot be enforced")
+
+
+@needs_setpriv
+@pytest.mark.parametrize("folder_mode", [0o555, 0o755])
+def test_an_archive_nobody_may_write_opens_read_only_and_leaves_nothing_beside_it(archive_file, folder_mode):
+    # chmod 0444 in a 0555 folder (a backup) failed to open ("attempt to write a readonly database");
+    # in a writable folder it left -wal/-shm made 0444 too, which broke the owner's next write
+    folder = os.path.dirname(archive_file)
+    os.chmod(archive_file, 0o444)
+    os.chmod(folder, folder_mode)
+    try:
+        proc = _as_a_plain_user(sys.executable, "-c", READER, archive_file)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["readonly"] is True and out["hits"] == [1] and out["session_search"] == ["s1"], out
+        assert sorted(os.listdir(folder)) == ["a.db"]
+    finally:
+        os.chmod(folder, 0o755)
+        os.chmod(archive_file, 0o644)
+    with Archive(archive_file) as ar:  # the owner writes again
+        assert not ar.readonly and ar.add_message("s1", "user", "再部署一次") == 3

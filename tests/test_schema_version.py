@@ -110,3 +110,11 @@ def test_a_newer_version_is_refused_in_one_line_and_left_untouched(tmp_path, ver
         assert "\n" not in message and f"schema version {version}" in message
         assert all(str(v) in message for v in READABLE_VERSIONS) and "upgrade" in message
     assert _version(path) == version
+
+
+def test_folding_is_version_2_even_before_the_cjk_table_exists(tmp_path):
+    # without the extension no cjk table is made yet; an older release must still refuse the folding archive
+    from cjk_tokenizer.schema import user_version
+
+    with Archive(tmp_path / "f.db", fold_variants=True, extension=False) as ar:
+        assert user_version(ar.conn) == 2
