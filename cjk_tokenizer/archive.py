@@ -146,6 +146,9 @@ def _check_path(path) -> str:
         raise TypeError(f"path must name the file as text, not {type(name).__name__}")
     if not name:
         raise ValueError("path is empty; name the archive file (or ':memory:')")
+    if name.startswith("file:") and not os.path.exists(name):  # a URI would become a file named like it
+        raise ValueError(f"path {name[:80]!r} looks like an SQLite URI; name the file itself "
+                         "(readonly=True opens it read-only)")
     return name
 
 
@@ -663,12 +666,13 @@ class Archive:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
         where, args = ["session_id = ?"], [session_id]
-        if after_id is not None:
-            where.append("id > ?")
-            args.append(int(after_id))
-        if before_id is not None:
-            where.append("id < ?")
-            args.append(int(before_id))
+        for name, value, op in (("after_id", after_id, ">"), ("before_id", before_id, "<")):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name} must be a message id (an int) or None, not {value!r}")
+            where.append(f"id {op} ?")
+            args.append(max(-(2**63), min(value, 2**63 - 1)))
         sql = f"SELECT {_MSG_COLS} FROM messages WHERE {' AND '.join(where)} ORDER BY id {order.upper()}"
         if limit is not None:
             sql += " LIMIT ?"

@@ -218,3 +218,18 @@ def test_an_archive_nobody_may_write_opens_read_only_and_leaves_nothing_beside_i
         os.chmod(archive_file, 0o644)
     with Archive(archive_file) as ar:  # the owner writes again
         assert not ar.readonly and ar.add_message("s1", "user", "再部署一次") == 3
+
+
+def test_a_uri_for_a_path_is_refused_not_made_into_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="looks like an SQLite URI"):
+        Archive("file:u.db?mode=ro")
+    assert os.listdir(tmp_path) == []
+
+
+def test_messages_of_refuses_an_id_that_is_not_one(archive_file):
+    with Archive(archive_file) as ar:
+        for bad in ("x", 1.5, True):
+            with pytest.raises(ValueError, match="after_id must be a message id"):
+                ar.messages_of("s1", after_id=bad)
+        assert [m["id"] for m in ar.messages_of("s1", after_id=-(2**70), before_id=2**70)] == [1, 2]
