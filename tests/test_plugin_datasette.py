@@ -174,6 +174,29 @@ def test_the_canned_query_says_when_more_match_than_it_shows(tmp_path):
     assert all(r["hits_in_session"] == shown[r["session_id"]] for r in rows)
 
 
+def test_the_canned_query_ranks_as_search_does(tmp_path):
+    # it ordered by FTS5's rank, every column weighted alike: a hit only in reasoning came first
+    from cjk_tokenizer import Archive
+
+    hosts.require_loading()
+    path = tmp_path / "weights.db"
+    with Archive(path) as ar:
+        thought = ar.add_message("a", "assistant", "ok", reasoning="部署")
+        said = ar.add_message("b", "user", "部署 " + "填充 " * 8)
+        want = [h.message_id for h in ar.search("部署", include_reasoning=True)]
+    assert want == [said, thought]
+    resp, = _get([path], "/weights/cjk_search.json?q=部署&reasoning=1&_shape=array")
+    assert [r["message_id"] for r in resp.json()] == want
+
+
+def test_a_search_column_that_does_not_exist_is_said_not_ignored(archive, ask):
+    # a misspelt _search_<column> searched nothing and showed every row
+    resp, = ask("messages.json?_search_contents=部署&_shape=array")
+    assert resp.status_code == 200 and resp.json() == []
+    page, = ask("messages?_search_contents=部署")
+    assert "cannot search by &#39;_search_contents&#39;" in page.text or "cannot search by '_search_contents'" in page.text
+
+
 def test_archive_terms_that_need_a_row_check(archive, ask):
     ids = archive[1]
     table, canned, bad = ask(
@@ -245,6 +268,10 @@ def test_escape_fts_matches_datasette_except_one_cjk_character():
         assert ours(q) == theirs(q), q
     assert ours("大") == '"大"*'
     assert ours('项目 "大" 山') == '"项目" "大"* "山"*'
+    # spellings the tokenizer reads as one character: half-width with its voiced mark, a decomposed
+    # voiced mark, a letter with its variation selector (they found nothing)
+    assert ours("ｶﾞ") == ours("カ\u3099") == '"ガ"*'
+    assert ours("辻\U000e0101") == '"辻"*'
 
 
 def test_plain_fts_table_one_character_and_words(tmp_path):

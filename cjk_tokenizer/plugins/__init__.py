@@ -66,12 +66,19 @@ def uses_cjk_tokenizer(create_sql: str | None) -> bool:
 
 
 def one_cjk_char(term: str) -> str | None:
-    """The character, when ``term`` (quotes around it allowed) is exactly one CJK character."""
+    """The character, when ``term`` (quotes around it allowed) is exactly one CJK
+    character as the tokenizer reads it: ｶﾞ, カ+U+3099 and 辻+a variation selector
+    are one character (ガ, ガ, 辻), as in documents."""
+    from .. import tokenize
     from .._native import is_cjk
 
     text = term.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
-    if len(text) == 1 and is_cjk(text):
-        return text
+    if not text or len(text) > 8:  # one character with its marks and selector is short
+        return None
+    tokens = tokenize(text, mode="query")
+    if len(tokens) == 1 and len(tokens[0][0]) == 1 and is_cjk(tokens[0][0]) and tokens[0][1:3] == (0, len(
+            text.encode("utf-8"))):
+        return tokens[0][0]
     return None

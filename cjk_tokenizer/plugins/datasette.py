@@ -53,7 +53,7 @@ import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
 
-from cjk_tokenizer.compiler import name_params
+from cjk_tokenizer.compiler import BM25_WEIGHTS, name_params
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.evaluate import evaluate
 from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
@@ -243,6 +243,10 @@ def _search_request(request) -> list:
         q = args.get(f"_search_{col}", "")
         if q.strip():
             asked.append((q, (col,), col))
+    unknown = sorted(k for k in args if k.startswith("_search_") and k[len("_search_"):] not in FTS_COLUMNS)
+    if unknown:  # a misspelt column would otherwise search nothing, and show every row
+        raise QueryError(f"cannot search by {unknown[0]!r}: the searchable columns are "
+                         f"{', '.join('_search_' + c for c in FTS_COLUMNS)}")
     return asked
 
 
@@ -261,8 +265,11 @@ def filters_from_request(request, database, table, datasette):
         archive = await _archive(datasette, database)
         if archive is None:
             return None
-        asked = _search_request(request)
         context = {"supports_search": True}
+        try:
+            asked = _search_request(request)
+        except QueryError as exc:  # shown to the user; the search matches nothing
+            return FilterArguments(["0"], human_descriptions=[str(exc)], extra_context=context)
         if not asked:
             return FilterArguments([], extra_context=context)
         context["search"] = asked[0][0]
@@ -373,11 +380,11 @@ CANNED_HITS = 200
 _CANNED_MATCH = (f"{fts_table('cjk')} MATCH cjk_fts_query(:q, :reasoning) AND (cjk_fts_exact(:q, :reasoning) "
                  f"OR cjk_fts_check(:q, :reasoning, {', '.join(FTS_COLUMNS)}))")
 _CANNED_SQL = f"""WITH hits AS (
-  SELECT rowid AS id, rank AS score,
+  SELECT rowid AS id, bm25({fts_table('cjk')}, {', '.join(map(str, BM25_WEIGHTS))}) AS score,
          cjk_match({fts_table('cjk')}, '{_LABELS}', {SNIPPET_CHARS}, char(2), char(3)) AS found
   FROM {fts_table('cjk')}
   WHERE {_CANNED_MATCH}
-  ORDER BY rank
+  ORDER BY score, rowid DESC
   LIMIT {CANNED_HITS}
 )
 SELECT m.session_id, s.title,
@@ -389,7 +396,7 @@ SELECT m.session_id, s.title,
 FROM hits AS h
 JOIN messages AS m ON m.id = h.id
 JOIN sessions AS s ON s.id = m.session_id
-ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score"""
+ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score, m.id DESC"""
 
 
 @hookimpl
