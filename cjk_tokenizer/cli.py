@@ -99,7 +99,9 @@ def _cmd_explain(args) -> int:
     if out["sql_functions"]:  # a comment, so the whole output still pastes into the shell
         print(f"-- needs the Python functions {', '.join(out['sql_functions'])}: run it from Python "
               "(search.ensure_functions), not in the sqlite3 shell")
-    for st in out["sql"]:
+    if "walk_sql" in out:  # the search reads in stretches; one statement over every id finds the same rows
+        print(f"-- the search walks {out['walk']}; this one statement reads every id instead, the same rows")
+    for st in out.get("walk_sql", out["sql"]):
         print(st["literal"] + ";")
     return 0
 
@@ -412,9 +414,25 @@ def _warn_in_one_line(message, category, filename, lineno, file=None, line=None)
     print(f"cjk-tokenizer: warning: {message}", file=sys.stderr)
 
 
+def _not_utf8(args) -> str | None:
+    """The first argument the shell passed that is not UTF-8 (Python keeps its bytes as surrogates)."""
+    for name, value in vars(args).items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{name.replace('_', '-')} {ascii(item)[:60]} is not UTF-8 text"
+    return None
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    bad = _not_utf8(args)
+    if bad:
+        print(f"cjk-tokenizer: error: {bad}", file=sys.stderr)
+        return 1
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warn_in_one_line
@@ -429,8 +447,9 @@ def main(argv=None) -> int:
         os.close(devnull)
         return 141
     except KeyboardInterrupt:
-        print("cjk-tokenizer: interrupted (finished chunks are kept; run the command again to resume)",
-              file=sys.stderr)
+        resumable = getattr(args.func, "__name__", "") in ("_cmd_import", "_cmd_sync", "_cmd_rebuild")
+        print("cjk-tokenizer: interrupted" + (" (finished chunks are kept; run the command again to resume)"
+                                              if resumable else ""), file=sys.stderr)
         return 130
     except (CjkTokenizerError, ValueError, OSError) as exc:
         print(f"cjk-tokenizer: error: {exc}", file=sys.stderr)
@@ -438,5 +457,6 @@ def main(argv=None) -> int:
     except Exception as exc:  # apsw.Error and friends: still one line, still non-zero
         if type(exc).__module__.split(".")[0] != "apsw":
             raise
-        print(f"cjk-tokenizer: error: SQLite: {exc}", file=sys.stderr)
+        where = f"{args.db}: " if isinstance(getattr(args, "db", None), str) else ""
+        print(f"cjk-tokenizer: error: {where}SQLite: {exc}", file=sys.stderr)
         return 1

@@ -107,6 +107,8 @@ sql            the statements that find the hits, in the order they run:
 walk           a combined plan sorted by id: how it walks the messages in
                stretches (WALK_FIRST); the next stretches' statements differ
                from the first only in their ids and LIMIT.
+walk_sql       with ``walk``: one statement over every id that finds the
+               same rows (slower: it reads every message), to paste whole.
 sql_functions  the Python functions those statements call (above): present
                on connections ``run_search`` has used, or after
                ``ensure_functions(conn)``; the sqlite3 shell has none of them,
@@ -964,6 +966,10 @@ def explain(query: str, live_indexes: Iterable[str], *, include_reasoning: bool 
         out["sql"] = [st.as_dict() for st in prep.statements]
         if prep.walk is not None:
             out["walk"] = prep.walk.describe(prep.offset)
+            w = prep.walk
+            # the same rows in one statement over every id, for a reader who cannot walk (the sqlite3 shell)
+            out["walk_sql"] = [] if w.lo > w.hi else [
+                w.statement((w.lo, w.hi), prep.offset + search.get("limit", 20)).as_dict()]
         out["sql_functions"] = sorted(p.functions)
         if prep.floor is not None:
             out["rank_floor"] = prep.floor

@@ -106,6 +106,26 @@ def test_explain_sql_prints_the_statement_a_search_runs(db):
     conn.close()
 
 
+def test_explain_sql_of_a_walk_prints_one_statement_finding_the_same_rows(tmp_path):
+    # without the cjk index a search walks the messages in stretches; the first stretch alone missed
+    # message 1 when pasted
+    path = str(tmp_path / "walk.db")
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "辻村さんの会議")
+        ar.add_messages("t", [{"role": "user", "content": f"filler {i}"} for i in range(3000)])
+        ar.indexes.drop("cjk")
+    found = [h["message_id"] for h in json.loads(cli("search", path, "辻村", "--json").stdout)]
+    printed = cli("explain", path, "辻村", "--sql").stdout
+    comments = [line for line in printed.splitlines() if line.startswith("--")]
+    assert found == [1] and any(line.startswith("-- the search walks") for line in comments)
+    with Archive(path) as ar:
+        from cjk_tokenizer.search import ensure_functions
+
+        ensure_functions(ar.conn)
+        statement = "\n".join(line for line in printed.splitlines() if not line.startswith("--"))
+        assert [row[0] for row in ar.conn.execute(statement)] == found
+
+
 def test_rebuild_catches_up_an_index_left_stale(db, tmp_path):
     path = str(tmp_path / "stale.db")
     cli("import", path, SAMPLE)
@@ -140,6 +160,31 @@ def test_errors_are_one_line_and_nonzero(db, args, message):
     assert proc.returncode == 1
     assert proc.stderr.startswith("cjk-tokenizer: error:") and proc.stderr.count("\n") == 1
     assert message.lower() in proc.stderr.lower()
+
+
+def test_sqlite_errors_name_the_archive_and_odd_bytes_name_the_argument(db, tmp_path):
+    broken = tmp_path / "broken.db"
+    with open(db, "rb") as f:
+        broken.write_bytes(f.read(20000))  # a truncated copy
+    proc = cli("search", str(broken), "项目", check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith(f"cjk-tokenizer: error: {broken}: ") and \
+        proc.stderr.count("\n") == 1, proc.stderr
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.run([sys.executable.encode(), b"-m", b"cjk_tokenizer", b"search", db.encode(), b"x",
+                           b"--session", b"\xff"], capture_output=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 1 and proc.stderr.decode() == \
+        "cjk-tokenizer: error: session '\\udcff' is not UTF-8 text\n", proc.stderr
+
+
+def test_an_interrupt_says_resume_only_where_there_is_something_to_resume(db, monkeypatch, capsys):
+    from cjk_tokenizer import cli as cli_module
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "_cmd_search", interrupted)
+    assert cli_module.main(["search", db, "项目"]) == 130
+    assert capsys.readouterr().err == "cjk-tokenizer: interrupted\n"
 
 
 @pytest.mark.parametrize("command", [["search", "x"], ["explain", "x"], ["export"], ["rebuild"], ["sync"]])
