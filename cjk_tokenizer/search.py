@@ -613,15 +613,22 @@ def id_statements(p: Plan, *, sort: str, limit: int, filters: tuple[str, tuple],
                            limit, offset, few, rank)]
 
 
-def _count_above(conn, p: Plan, filters: tuple[str, tuple], floor: int) -> int:
-    """How many matches of the ranking MATCH within the filters lie above ``floor``
-    (the rows a search given ``rank_floor`` ranks)."""
+def _ranking_rows(p: Plan, filters: tuple[str, tuple], above: int | None = None) -> tuple[str, tuple]:
+    """``SELECT rowid ...`` of the plan's ranking MATCH within the filters (and above
+    the rowid ``above``), with its parameters: messages is joined only for filters."""
     route, match = p.ranking
     t = table(route)
     fsql, fparams = filters
     join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
-    return conn.execute(f"SELECT count(*) FROM {t}{join} WHERE {t} MATCH ? AND {t}.rowid > ?{fsql}",
-                        (match, floor, *fparams)).fetchone()[0]
+    floor, fparams = ("", fparams) if above is None else (f" AND {t}.rowid > ?", (above, *fparams))
+    return f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{floor}{fsql}", (match, *fparams)
+
+
+def _count_above(conn, p: Plan, filters: tuple[str, tuple], floor: int) -> int:
+    """How many matches of the ranking MATCH within the filters lie above ``floor``
+    (the rows a search given ``rank_floor`` ranks)."""
+    rows, params = _ranking_rows(p, filters, floor)
+    return conn.execute(f"SELECT count(*) FROM ({rows})", params).fetchone()[0]
 
 
 def _has_prefix(match: str) -> bool:
@@ -666,17 +673,14 @@ def relevance_scope(conn, p: Plan, filters: tuple[str, tuple], bound: int | None
     route, match = p.ranking
     if match is None:
         return None, False
-    t = table(route)
-    fsql, fparams = filters
-    join = f" JOIN {MESSAGES} m ON m.id = {t}.rowid" if fsql else ""
-    rows = f"SELECT {t}.rowid FROM {t}{join} WHERE {t} MATCH ?{fsql}"
+    rows, params = _ranking_rows(p, filters)
     if few_limit:
-        n = conn.execute(f"SELECT count(*) FROM ({rows} {_page(few_limit + 1, 0)})", (match, *fparams)).fetchone()[0]
+        n = conn.execute(f"SELECT count(*) FROM ({rows} {_page(few_limit + 1, 0)})", params).fetchone()[0]
         if n <= few_limit and (not bound or n <= bound):
             return None, True
     if not bound:
         return None, False
-    row = conn.execute(f"{rows} ORDER BY {t}.rowid DESC {_page(1, bound)}", (match, *fparams)).fetchone()
+    row = conn.execute(f"{rows} ORDER BY {table(route)}.rowid DESC {_page(1, bound)}", params).fetchone()
     return (None if row is None else row[0]), False
 
 
