@@ -74,7 +74,7 @@ def connect_readonly(path: str, *, busy_timeout_ms: int, mmap_size: int = MMAP_S
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     folder = os.path.dirname(os.path.abspath(path))
     tries = ["?mode=ro", "?mode=ro&immutable=1"]
-    if _nobody_writes(path):  # the -wal/-shm mode=ro would make here would be read-only too: no writer could use them
+    if _nobody_writes(path):  # a -wal/-shm that mode=ro made here would be read-only too, of no use to a writer
         tries.reverse()
     for params in tries:
         conn = apsw.Connection(uri + params, flags=flags)

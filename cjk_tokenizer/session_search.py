@@ -675,8 +675,8 @@ def _group_hits(archive, a: SessionSearchArgs, limit: int) -> tuple[list, bool, 
     (groups, more_sessions, hits_read, ranked_among, complete).
 
     ``limit`` counts the sessions wanted, those the offset skips included.
-    Each search reads FETCH hits; the next one leaves out the sessions found
-    so far, so it adds at least one session, and every hit it finds ranks
+    Each search reads FETCH hits (up to FETCH_MAX when sessions are long);
+    the next one leaves out the sessions found so far, so it adds at least one session, and every hit it finds ranks
     below the hits read before (they were the best of a set holding it):
     the order of sessions is that of one long read.  ``complete`` holds the
     sessions all of whose hits were read (found by a search that ran out)."""
@@ -750,8 +750,8 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         message = archive.get_message(best.message_id)
         if session is None or message is None:  # deleted since the search
             continue
-        total = counted.get(best.session_id, len(hits))
-        results.append(_session_result(archive, session, message, best, hits, w, reason, max(total, len(hits))))
+        total = max(counted.get(best.session_id, 0), len(hits))  # counted where the read may have missed some
+        results.append(_session_result(archive, session, message, best, hits, w, reason, total))
     if a.session_id is not None and results and len(shown[0]) > 1 + OTHER_HITS:  # hits read past those listed
         paged["more_hits_in_session"] = True
         if sort != "relevance":

@@ -31,6 +31,7 @@ are refused instead of stored or compared.
 """
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import re
 
@@ -70,9 +71,9 @@ def _iso_seconds(text: str) -> float | None:
     year = int(g["year"])
     try:
         if "yday" in g:
-            day = _dt.date(year, 1, 1).toordinal() + int(g["yday"]) - 1
-            if not 1 <= int(g["yday"]) <= 365 + (_dt.date(year, 12, 31).timetuple().tm_yday == 366):
+            if not 1 <= int(g["yday"]) <= (366 if calendar.isleap(year) else 365):
                 return None
+            day = _dt.date(year, 1, 1).toordinal() + int(g["yday"]) - 1
         elif "week" in g:
             day = _dt.date.fromisocalendar(year, int(g["week"]), int(g["wday"])).toordinal()
         else:

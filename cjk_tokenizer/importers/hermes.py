@@ -10,7 +10,8 @@ reasoning: ``reasoning``, ``reasoning_content`` and the text inside
 ``reasoning_details`` and ``codex_reasoning_items`` (JSON), joined with
 duplicates dropped.  Content Hermes stored as a list of parts (text and
 images: ``"\\x00json:"`` and the parts as JSON) becomes its text parts, the
-other parts kept in metadata under ``content_parts``, as records.py does.  The FTS side tables are ignored.  Columns a version does
+other parts kept in metadata under ``content_parts``, as records.py does.
+The FTS side tables are ignored.  Columns a version does
 not have are read as absent, so older and newer schemas import alike.
 
 A message's identity is its ``messages.id``.  Hermes rewrites a transcript

@@ -78,7 +78,8 @@ def one_cjk_char(term: str) -> str | None:
     if not text or len(text) > 8:  # one character with its marks and selector is short
         return None
     tokens = tokenize(text, mode="query")
-    if len(tokens) == 1 and len(tokens[0][0]) == 1 and is_cjk(tokens[0][0]) and tokens[0][1:3] == (0, len(
-            text.encode("utf-8"))):
-        return tokens[0][0]
-    return None
+    if len(tokens) != 1:
+        return None
+    token, start, end = tokens[0][:3]
+    whole = start == 0 and end == len(text.encode("utf-8"))  # nothing around it but what it folds in
+    return token if whole and len(token) == 1 and is_cjk(token) else None
