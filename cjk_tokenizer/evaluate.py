@@ -248,13 +248,33 @@ def evaluate(node, texts: Sequence[str | None]) -> bool:
     raise TypeError(f"not a query node: {node!r}")
 
 
+def live_terms(node, texts: Sequence[str | None]) -> list[Term]:
+    """The searched-for terms of the parts of ``node`` that match a row whose searched
+    columns hold ``texts``, as FTS5 reports a row's phrase matches: a term in an OR
+    branch the row does not match counts for nothing, although the term itself may
+    occur (``alpha OR beta gamma`` on a row with alpha and beta: alpha only), and
+    nothing under a NOT counts.  So every route feeds the snippet rule the same
+    matches."""
+    if isinstance(node, Term):
+        return [node] if evaluate(node, texts) else []
+    if isinstance(node, Not):
+        return []
+    if isinstance(node, And):
+        return [t for c in node.children for t in live_terms(c, texts)] if evaluate(node, texts) else []
+    if isinstance(node, Or):
+        return [t for c in node.children for t in live_terms(c, texts)]
+    raise TypeError(f"not a query node: {node!r}")
+
+
 def matched_terms(node, columns: dict[str, str | None]) -> dict[str, list[Term]]:
-    """Per column (in the given order), the distinct searched-for terms that match it."""
+    """Per column (in the given order), the distinct searched-for terms that match it,
+    among those of the parts of ``node`` the row matches (live_terms)."""
     wanted = list(dict.fromkeys(positive_terms(node)))
     for text in columns.values():
         if text and len(text) > _CACHE_LIMIT:  # every term in one pass over a big text
             _first_big_spans(wanted, text, need_span=False)
-    return {name: [t for t in wanted if term_matches(t, text)] for name, text in columns.items()}
+    live = set(live_terms(node, list(columns.values())))
+    return {name: [t for t in wanted if t in live and term_matches(t, text)] for name, text in columns.items()}
 
 
 def matched_in(node, columns: dict[str, str | None]) -> list[str]:
@@ -262,18 +282,20 @@ def matched_in(node, columns: dict[str, str | None]) -> list[str]:
     return [name for name, found in matched_terms(node, columns).items() if found]
 
 
-def first_match(node, text: str | None) -> tuple[int, int] | None:
-    """Character span in ``text`` of the earliest searched-for term occurrence."""
+def first_match(node, text: str | None, live=None) -> tuple[int, int] | None:
+    """Character span in ``text`` of the earliest searched-for term occurrence
+    (``live``: of these terms only)."""
     if not text:
         return None
+    terms = [t for t in positive_terms(node) if live is None or t in live]
     if len(text) > _CACHE_LIMIT:
         best = None
-        for sp in _first_big_spans(positive_terms(node), text).values():  # earliest; ties: the earlier term
+        for sp in _first_big_spans(terms, text).values():  # earliest; ties: the earlier term
             if sp is not None and (best is None or sp[0] < best[0]):
                 best = sp
         return best
     best = None
-    for t in positive_terms(node):
+    for t in terms:
         an = analyze(text, t.variants)  # one parse: every term folds alike
         sp = next(spans(t, an), None)
         if sp is not None and (best is None or sp[0] < best[0]):
@@ -283,20 +305,23 @@ def first_match(node, text: str | None) -> tuple[int, int] | None:
     return an.raw_span(best[0], best[1])
 
 
-def all_matches(node, text: str | None) -> list[tuple[int, int, int]]:
+def all_matches(node, text: str | None, live=None) -> list[tuple[int, int, int]]:
     """Every occurrence of every searched-for term in ``text``: ``(start, end, k)``,
     character spans of ``text``, k numbering the query's distinct searched-for
     terms as FTS5 numbers its phrases (what the snippet rule ranks windows by).
+    ``live``: only these terms (the row's live_terms); None: every one.
 
     A text over _CACHE_LIMIT characters is read in pieces and never whole: it
     gives its earliest match only."""
     if not text:
         return []
     if len(text) > _CACHE_LIMIT:
-        sp = first_match(node, text)
+        sp = first_match(node, text, live)
         return [] if sp is None else [(sp[0], sp[1], 0)]
     out = []
     for k, t in enumerate(dict.fromkeys(positive_terms(node))):
+        if live is not None and t not in live:
+            continue
         an = analyze(text, t.variants)
         out.extend((*an.raw_span(a, b), k) for a, b in spans(t, an))
     return out

@@ -729,7 +729,7 @@ def _from_python(p: Plan, cols: dict, snippet_chars: int):
     where = [c for c in p.columns if found[c]]
     if where:  # most distinct terms; ties to the earlier column
         column = max(where, key=lambda c: (len(found[c]), -p.columns.index(c)))
-        matches = all_matches(p.node, cols[column])
+        matches = all_matches(p.node, cols[column], {t for c in where for t in found[c]})
     else:  # nothing searched for (only exclusions): the message's start
         column = next((c for c in p.columns if cols[c] and cols[c].strip()), None)
         matches = []

@@ -43,6 +43,11 @@ CASES = [
     ("First sentence here! Second one? Third; 第四句。" * 6 + "the word zebra lives here." + " x" * 80, "zebra"),
     ("word" * 60 + " 部署 " + "word" * 60, "部署"),
     ("日志" + "，" * 3 + "配置文件很长很长" * 20 + "部署和日志都在这里。" + "尾巴" * 40, "部署 日志"),
+    # a term of an OR branch the row does not match shows as FTS5 reports it: not at all
+    ("beta first, then alpha", "alpha OR beta gamma"),
+    ("部署" + "很长的说明文字" * 12 + "最后失败了", "失败 OR (部署 回滚)"),
+    ("gamma and delta then beta, later alpha", "alpha OR (beta (gamma OR epsilon))"),
+    ("gamma and then beta, later alpha", "alpha OR (beta -gamma)"),
 ]
 SIZES = (40, 61, SNIPPET_CHARS)
 
@@ -131,3 +136,19 @@ def test_session_search_discovery_shows_the_same_snippet(archives):
             if got != want:
                 failures.append(f"{query!r} {name}: {got!r}\n    cjk_match: {want!r}")
     assert not failures, "\n".join(failures)
+
+
+def test_a_term_of_an_or_branch_the_row_misses_marks_no_column(tmp_path):
+    """matched_in names the columns of the parts of the query the row matches, on
+    every route: beta occurs in tool_name, but the row matches alpha alone."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with Archive(tmp_path / "a.db") as ar:
+            ar.add_message("s", "assistant", "beta first, then alpha", tool_name="beta")
+        with Archive(tmp_path / "a.db") as ar, Archive(tmp_path / "a.db", extension=False) as bare:
+            got = {route: [(h.matched_in, h.snippet[h.highlight[0]:h.highlight[1]])
+                           for h in ar.search("alpha OR beta gamma", route=route)]
+                   for route in ("cjk", "scan", "unicode61")}
+            got["no extension"] = [(h.matched_in, h.snippet[h.highlight[0]:h.highlight[1]])
+                                   for h in bare.search("alpha OR beta gamma")]
+    assert got == {k: [(["content"], "alpha")] for k in got}
