@@ -84,6 +84,7 @@ from .schema import (
     DEFAULT_ROUTES,
     FTS_INDEXES,
     READABLE_VERSIONS,
+    REPLACED_DDL,
     REQUIRED_ROUTES,
     SESSION_TRIGGER_NAMES,
     SESSION_TRIGGERS,
@@ -359,6 +360,7 @@ class Archive:
         if session_triggers_stale(conn):  # made by an older release: once, then never again
             with immediate(conn):
                 if session_triggers_stale(conn):
+                    conn.execute(REPLACED_DDL)  # the triggers read it
                     for name in SESSION_TRIGGER_NAMES:
                         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
                     for ddl in SESSION_TRIGGERS:

@@ -75,7 +75,7 @@ For an index that is not live, what the index holds is exactly:
 Nothing above ``indexed_upto`` is in the index, so plain appends cost nothing
 while an index is stale: they are simply above the watermark.  The "pending"
 triggers (``pending_triggers``) record only changes at or below the watermark,
-keeping the *first* old values (``INSERT OR IGNORE``), because those are what
+keeping the *first* old values (none is recorded over another), because those are what
 an FTS5 external-content 'delete' must be given: deleting a row with values
 other than the indexed ones, or a rowid never indexed, corrupts the index.
 Those triggers never touch the FTS table, so they work on hosts where its
@@ -174,30 +174,66 @@ CREATE TABLE IF NOT EXISTS fts_backlog (
     PRIMARY KEY (route, msg_id)
 ) WITHOUT ROWID"""
 
+# A REPLACE (INSERT OR REPLACE of an id that exists, UPDATE OR REPLACE of an id
+# onto one; sqlite-utils' insert(replace=True) writes so) deletes the row it
+# replaces without firing DELETE triggers, unless the writer turned PRAGMA
+# recursive_triggers on, so every index and the session's count would keep it.
+# A BEFORE trigger saves the row about to be replaced here, and the AFTER
+# triggers of that write take it out of the indexes and the counts.  A saved
+# row outlives its write only when the write did not happen (OR IGNORE, a
+# failed statement); only a later write of the same id reads it, and that
+# write's BEFORE trigger has replaced it first, so a stale row is never read.
+REPLACED_DDL = f"""
+CREATE TABLE IF NOT EXISTS messages_replaced (
+    msg_id     INTEGER PRIMARY KEY,
+    session_id TEXT,
+    {', '.join(f'{c} TEXT' for c in FTS_COLUMNS)}
+)"""
+_SAVE_REPLACED = f"""DELETE FROM messages_replaced WHERE msg_id = new.id;
+    INSERT INTO messages_replaced(msg_id, session_id, {', '.join(FTS_COLUMNS)})
+    SELECT id, session_id, {', '.join(FTS_COLUMNS)} FROM messages WHERE id = new.id;"""
+# The session of the row a write replaced (none when it replaced nothing).
+_REPLACED_SESSION = "(SELECT session_id FROM messages_replaced WHERE msg_id = new.id)"
+
 # Session bookkeeping.  last_active only moves forward: it is "the latest
 # message time seen", which is what a recent-first listing wants.  A message
 # whose session has no row gets one (started at the message's time): a writer
 # that is not an Archive, with foreign keys off (the sqlite3 shell's and
-# stdlib sqlite3's default), may insert it so.
-SESSION_TRIGGERS = (
-    """CREATE TRIGGER IF NOT EXISTS messages_session_ai AFTER INSERT ON messages BEGIN
-    INSERT OR IGNORE INTO sessions(id, started_at) VALUES (new.session_id, new.timestamp);
-    UPDATE sessions SET message_count = message_count + 1,
+# stdlib sqlite3's default), may insert it so.  No statement here carries a
+# conflict clause (OR IGNORE): the writing statement's clause overrides it, so
+# under INSERT OR REPLACE it would delete and remake the session's row bare,
+# and under INSERT OR ABORT fail on it.
+_MAKE_SESSION = """INSERT INTO sessions(id, started_at) SELECT new.session_id, new.timestamp
+    WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = new.session_id);"""
+_COUNT_NEW = """UPDATE sessions SET message_count = message_count + 1,
         last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
-    WHERE id = new.session_id;
+    WHERE id = new.session_id;"""
+SESSION_TRIGGERS = (
+    f"""CREATE TRIGGER IF NOT EXISTS messages_replace_bi BEFORE INSERT ON messages BEGIN
+    {_SAVE_REPLACED}
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS messages_replace_bu BEFORE UPDATE OF id ON messages
+WHEN new.id IS NOT old.id BEGIN
+    {_SAVE_REPLACED}
+END""",
+    f"""CREATE TRIGGER IF NOT EXISTS messages_session_ai AFTER INSERT ON messages BEGIN
+    UPDATE sessions SET message_count = message_count - 1 WHERE id = {_REPLACED_SESSION};
+    {_MAKE_SESSION}
+    {_COUNT_NEW}
 END""",
     """CREATE TRIGGER IF NOT EXISTS messages_session_ad AFTER DELETE ON messages BEGIN
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
 END""",
-    """CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE OF session_id, timestamp ON messages BEGIN
+    f"""CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE OF id, session_id, timestamp ON messages BEGIN
+    UPDATE sessions SET message_count = message_count - 1
+    WHERE new.id IS NOT old.id AND id = {_REPLACED_SESSION};
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
-    INSERT OR IGNORE INTO sessions(id, started_at) VALUES (new.session_id, new.timestamp);
-    UPDATE sessions SET message_count = message_count + 1,
-        last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
-    WHERE id = new.session_id;
+    {_MAKE_SESSION}
+    {_COUNT_NEW}
 END""",
 )
-SESSION_TRIGGER_NAMES = ("messages_session_ai", "messages_session_ad", "messages_session_au")
+SESSION_TRIGGER_NAMES = ("messages_replace_bi", "messages_replace_bu", "messages_session_ai",
+                         "messages_session_ad", "messages_session_au")
 # An archive whose triggers predate the row-making ones may hold messages without
 # a session row: they get one, as the triggers would have made it.
 ADOPT_SESSIONLESS = """INSERT INTO sessions(id, started_at, message_count, last_active)
@@ -260,7 +296,7 @@ IMPORT_DDL = (
     "CREATE INDEX IF NOT EXISTS imported_key ON imported(key)",
 )
 
-BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, *INDEXES_DDL,
+BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, REPLACED_DDL, *INDEXES_DDL,
             *SESSION_TRIGGERS)
 
 
@@ -350,17 +386,23 @@ def _vals(prefix: str) -> str:
     return ", ".join(f"{prefix}.{c}" for c in FTS_COLUMNS)
 
 
+# The row a write of new.id replaced (REPLACED_DDL); in an UPDATE, only when it moved the id.
+_REPLACED_ROW = "FROM messages_replaced WHERE msg_id = new.id"
+_MOVED = " AND new.id IS NOT old.id"
+
+
 def live_triggers(route: str) -> tuple[str, str, str]:
     """Triggers that keep the index equal to the table, row by row."""
     table = fts_table(route)
     ai, ad, au = trigger_names(route)
     insert_new = f"INSERT INTO {table}(rowid, {_COLS}) VALUES (new.id, {_vals('new')});"
     delete_old = f"INSERT INTO {table}({table}, rowid, {_COLS}) VALUES ('delete', old.id, {_vals('old')});"
+    delete_replaced = f"INSERT INTO {table}({table}, rowid, {_COLS}) SELECT 'delete', msg_id, {_COLS} {_REPLACED_ROW}"
     return (
-        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {insert_new}\nEND",
+        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {delete_replaced};\n    {insert_new}\nEND",
         f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {delete_old}\nEND",
         f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
-        f"    {delete_old}\n    {insert_new}\nEND",
+        f"    {delete_old}\n    {delete_replaced}{_MOVED};\n    {insert_new}\nEND",
     )
 
 
@@ -371,17 +413,25 @@ def pending_triggers(route: str) -> tuple[str, str, str]:
     """
     ai, ad, au = trigger_names(route)
     mark = f"(SELECT indexed_upto FROM index_state WHERE route = '{route}')"
+
+    def first(rowid: str) -> str:  # no record yet: the first old values are kept (no OR IGNORE, see SESSION_TRIGGERS)
+        return f"{rowid} <= {mark} AND NOT EXISTS (SELECT 1 FROM fts_backlog WHERE route = '{route}' AND msg_id = {rowid})"
+
     record_old = (
-        f"INSERT OR IGNORE INTO fts_backlog(route, msg_id, indexed, {_COLS}) "
-        f"SELECT '{route}', old.id, 1, {_vals('old')} WHERE old.id <= {mark};"
+        f"INSERT INTO fts_backlog(route, msg_id, indexed, {_COLS}) "
+        f"SELECT '{route}', old.id, 1, {_vals('old')} WHERE {first('old.id')};"
     )
     record_new = (
-        f"INSERT OR IGNORE INTO fts_backlog(route, msg_id, indexed) "
-        f"SELECT '{route}', new.id, 0 WHERE new.id <= {mark};"
+        f"INSERT INTO fts_backlog(route, msg_id, indexed) "
+        f"SELECT '{route}', new.id, 0 WHERE {first('new.id')};"
+    )
+    record_replaced = (
+        f"INSERT INTO fts_backlog(route, msg_id, indexed, {_COLS}) "
+        f"SELECT '{route}', msg_id, 1, {_COLS} {_REPLACED_ROW} AND {first('new.id')}"
     )
     return (
-        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {record_new}\nEND",
+        f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {record_replaced};\n    {record_new}\nEND",
         f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {record_old}\nEND",
         f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
-        f"    {record_old}\n    {record_new}\nEND",
+        f"    {record_old}\n    {record_replaced}{_MOVED};\n    {record_new}\nEND",
     )

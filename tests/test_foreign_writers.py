@@ -121,6 +121,14 @@ def test_a_message_a_foreign_writer_puts_in_a_new_session_gets_its_session_row(t
         assert {s["session_id"] for s in ar.session_search()["sessions"]} == {"s", "ext-tool"}
 
 
+# The session triggers of the earliest releases: they made no session row.
+OLDEST_SESSION_TRIGGERS = """CREATE TRIGGER messages_session_ai AFTER INSERT ON messages BEGIN
+    UPDATE sessions SET message_count = message_count + 1,
+        last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
+    WHERE id = new.session_id;
+END"""
+
+
 def test_an_archive_from_before_the_row_making_triggers_adopts_its_sessionless_messages(tmp_path):
     from cjk_tokenizer import schema
 
@@ -128,10 +136,9 @@ def test_an_archive_from_before_the_row_making_triggers_adopts_its_sessionless_m
     with Archive(path) as ar:
         ar.add_message("s", "user", "原有消息", timestamp=100)
         conn = ar.conn
-        for name, sql in zip(schema.SESSION_TRIGGER_NAMES, schema.SESSION_TRIGGERS):  # as an older release made them
+        for name in schema.SESSION_TRIGGER_NAMES:  # as an older release made them
             conn.execute(f"DROP TRIGGER {name}")
-            conn.execute(sql.replace("    INSERT OR IGNORE INTO sessions(id, started_at) "
-                                     "VALUES (new.session_id, new.timestamp);\n", ""))
+        conn.execute(OLDEST_SESSION_TRIGGERS)
         assert schema.session_triggers_stale(conn)
         conn.execute("PRAGMA foreign_keys = OFF")
         for ts in (300, 200):
@@ -145,3 +152,110 @@ def test_an_archive_from_before_the_row_making_triggers_adopts_its_sessionless_m
         lost = ar.session("lost")
         assert (lost["started_at"], lost["message_count"], lost["last_active"]) == (200.0, 2, 300.0)
         assert ar.session("s")["message_count"] == 1  # sessions with a row are left as they are
+
+
+def _shell(shell: str, path, *statements: str) -> subprocess.CompletedProcess:
+    return subprocess.run([shell, "-bail", "-batch", str(path), f".load {cjk_tokenizer.loadable_path()}",
+                           *statements], input="", capture_output=True, text=True, timeout=60)
+
+
+def _every_index_holds_exactly_the_table(ar) -> None:
+    assert set(ar.indexes.integrity_check().values()) == {"ok"}
+    rows = dict(ar.conn.execute("SELECT id, content FROM messages").fetchall())
+    for mid, text in rows.items():  # a CJK word of 3 characters and a Latin word each
+        cjk, latin = text.split()
+        for route in ar.indexes.live():
+            word = latin if route == "unicode61" else cjk
+            assert mid in [h.message_id for h in ar.search(word, route=route, limit=50)], (route, mid, text)
+    counts = dict(ar.conn.execute("SELECT session_id, count(*) FROM messages GROUP BY session_id").fetchall())
+    assert {s["id"]: s["message_count"] for s in ar.sessions()} == {**{s["id"]: 0 for s in ar.sessions()}, **counts}
+
+
+def test_writes_with_a_conflict_clause_keep_sessions_and_every_index(tmp_path, sqlite3_shell):
+    # The writing statement's conflict clause overrides the triggers' own: REPLACE INTO
+    # (sqlite-utils' insert(replace=True)) wiped the session's row, INSERT OR ABORT
+    # failed on it, and a REPLACE of an id deleted the old row without its DELETE
+    # triggers, leaving every index corrupt and the old text found.
+    path = tmp_path / "a.db"
+    with Archive(path, indexes=("cjk", "unicode61", "trigram")) as ar:
+        ar.add_session("s1", title="部署会话", source="cli", metadata={"k": 1}, started_at=1700000000)
+        for k, word in enumerate(("第一条 first", "第二条 second", "第三条 third"), 1):
+            ar.add_message("s1", "user", word, timestamp=1700000000 + k)
+        ar.add_message("s2", "user", "别的会 other", timestamp=1700000009)
+    proc = _shell(sqlite3_shell, path,
+                  "REPLACE INTO messages(session_id, role, content, timestamp) VALUES ('s1', 'user', '新增的 fourth', 1700000010)",
+                  "INSERT OR ABORT INTO messages(session_id, role, content, timestamp) VALUES ('s1', 'user', '再加上 fifth', 11)",
+                  "INSERT OR REPLACE INTO messages(id, session_id, role, content, timestamp) "
+                  "VALUES (1, 's2', 'user', '替换了 replaced', 1700000012)",
+                  "INSERT OR IGNORE INTO messages(id, session_id, role, content) VALUES (2, 's1', 'user', '忽略了 ignored')",
+                  "UPDATE OR REPLACE messages SET id = 3 WHERE content = '再加上 fifth'",
+                  "UPDATE OR REPLACE messages SET content = '改过了 changed' WHERE id = 2")
+    assert proc.returncode == 0, proc.stderr
+    with Archive(path) as ar:
+        s1 = ar.session("s1")
+        assert (s1["title"], s1["source"], s1["metadata"], s1["started_at"]) == ("部署会话", "cli", {"k": 1}, 1700000000)
+        assert sorted(ar.conn.execute("SELECT id, content FROM messages").fetchall()) == [
+            (1, "替换了 replaced"), (2, "改过了 changed"), (3, "再加上 fifth"), (4, "别的会 other"), (5, "新增的 fourth")]
+        for gone in ("first", "second", "third", "忽略"):
+            assert ar.search(gone) == [], gone
+        _every_index_holds_exactly_the_table(ar)
+
+
+def test_a_replace_while_an_index_is_paused_is_caught_up_exactly(tmp_path, sqlite3_shell):
+    # The backlog kept the replaced row's first indexed values only while its OR IGNORE
+    # was not overridden: UPDATE OR REPLACE then recorded the row as never indexed.
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        for k in range(1, 5):
+            ar.add_message("s", "user", f"原文{k}号 orig{k}")
+        assert ar.indexes.pause("cjk")
+    proc = _shell(sqlite3_shell, path,
+                  "UPDATE OR REPLACE messages SET content = '新文字 new2' WHERE id = 2",
+                  "UPDATE OR REPLACE messages SET content = '再改过 again2' WHERE id = 2",
+                  "INSERT OR REPLACE INTO messages(id, session_id, role, content) VALUES (3, 's', 'user', '替换了 new3')",
+                  "UPDATE OR REPLACE messages SET id = 1 WHERE id = 4")
+    assert proc.returncode == 0, proc.stderr
+    with Archive(path) as ar:
+        assert _cjk(ar)["status"] == "live"
+        assert sorted(ar.conn.execute("SELECT id, content FROM messages").fetchall()) == [
+            (1, "原文4号 orig4"), (2, "再改过 again2"), (3, "替换了 new3")]
+        for gone in ("orig1", "orig2", "orig3", "新文"):
+            assert ar.search(gone, route="cjk") == [], gone
+        _every_index_holds_exactly_the_table(ar)
+
+
+def test_an_archive_whose_triggers_predate_replace_handling_gets_it_at_its_first_writable_open(tmp_path, sqlite3_shell):
+    from cjk_tokenizer import schema
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_session("s", title="标题")
+        ar.add_message("s", "user", "第一条 first")
+        conn = ar.conn
+        with conn:  # as the previous release made them: no saved row, OR IGNORE in the triggers
+            for name in schema.SESSION_TRIGGER_NAMES:
+                conn.execute(f"DROP TRIGGER {name}")
+            for route in ar.indexes.live():
+                for name, sql in zip(schema.trigger_names(route), schema.live_triggers(route)):
+                    conn.execute(f"DROP TRIGGER {name}")
+                    conn.execute("\n".join(line for line in sql.split("\n") if "messages_replaced" not in line))
+            conn.execute("DROP TABLE messages_replaced")
+            conn.execute(PREVIOUS_SESSION_TRIGGER)
+        assert schema.session_triggers_stale(conn)
+    with Archive(path) as ar:
+        assert not schema.session_triggers_stale(ar.conn)
+    proc = _shell(sqlite3_shell, path,
+                  "INSERT OR REPLACE INTO messages(id, session_id, role, content) VALUES (1, 's', 'user', '替换了 replaced')",
+                  "REPLACE INTO messages(session_id, role, content) VALUES ('s', 'user', '新增的 second')")
+    assert proc.returncode == 0, proc.stderr
+    with Archive(path) as ar:
+        assert ar.session("s")["title"] == "标题" and ar.search("first") == []
+        _every_index_holds_exactly_the_table(ar)
+
+
+PREVIOUS_SESSION_TRIGGER = """CREATE TRIGGER messages_session_ai AFTER INSERT ON messages BEGIN
+    INSERT OR IGNORE INTO sessions(id, started_at) VALUES (new.session_id, new.timestamp);
+    UPDATE sessions SET message_count = message_count + 1,
+        last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
+    WHERE id = new.session_id;
+END"""
