@@ -90,6 +90,7 @@ from .schema import (
     SESSION_TRIGGERS,
     raise_version,
     record_fold_variants,
+    schema_version_of,
     session_triggers_stale,
     user_version,
 )
@@ -221,6 +222,11 @@ class Archive:
         if fold_variants is not None and not isinstance(fold_variants, bool):
             raise ValueError(f"fold_variants must be True, False or None, not {fold_variants!r}")
         self._fold_variants_arg = fold_variants
+        # every argument is checked before the file is touched: a bad one leaves no file behind
+        routes = None if indexes is None else _check_routes(indexes)
+        for name, value in (("busy_timeout", busy_timeout), ("auto_catch_up", auto_catch_up)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{name} must be a number >= 0, not {value!r}"[:200])
         self.fold_variants = False
         self._lock = threading.RLock()
         # cjk_prefix and cjk_unigrams are used when a cjk table is created (schema.fts_ddl)
@@ -237,7 +243,7 @@ class Archive:
         self._readonly_why = "opened with readonly=True" if readonly else "the file or its folder is not writable"
         if auto:
             readonly = exists and not _writable(self.path)
-        options = dict(create=create, extension=extension, indexes=indexes, busy_timeout=busy_timeout,
+        options = dict(create=create, extension=extension, indexes=routes, busy_timeout=busy_timeout,
                        synchronous=synchronous, auto_catch_up=auto_catch_up, mmap_size=mmap_size)
         try:
             self._open(readonly, **options)
@@ -255,8 +261,6 @@ class Archive:
               mmap_size):
         """Open the connection and bring the file to a usable state (writing only if not ``readonly``)."""
         self.readonly = readonly
-        if readonly and indexes is not None:
-            raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")
         try:
             self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous,
                                  readonly=readonly, mmap_size=mmap_size)
@@ -282,15 +286,18 @@ class Archive:
                 except ExtensionError as exc:
                     self.extension_error = str(exc)
                     warnings.warn(f"cjk_tokenizer: working without the cjk index: {exc}", RuntimeWarning, 4)
-            if readonly:
-                # indexes this host cannot serve are left as they are and not served (live_indexes)
+            if user_version(self._conn) != 0:  # before anything is written: a refused open changes nothing
                 self.fold_variants = fold_variants_of(self._conn)
+                if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
+                    raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the "
+                                       "setting is fixed when an archive is created (open it with fold_variants=None)")
+            if readonly:
+                if indexes is not None and set(indexes) - set(indexing.states(self._conn)):
+                    raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")
+                # indexes this host cannot serve are left as they are and not served (live_indexes)
                 return
-            self._open_schema(None if indexes is None else _check_routes(indexes))
+            self._open_schema(indexes)
             self.fold_variants = fold_variants_of(self._conn)
-            if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
-                raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the setting "
-                                   f"is fixed when an archive is created (open it with fold_variants=None)")
             # A live index this host cannot tokenize stays live while we only
             # read (others keep being served by it); _write demotes it.
             self.indexes._reconcile(demote=False)
@@ -366,6 +373,14 @@ class Archive:
                     for ddl in SESSION_TRIGGERS:
                         conn.execute(ddl)
                     conn.execute(ADOPT_SESSIONLESS)
+        # A cjk table whose options only version-2 readers know, in an archive that says 1
+        # (releases that added the options recorded no version for them): older releases
+        # must refuse it rather than fail inside SQLite.
+        needed = max([schema_version_of(sql or "") for (sql,) in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = ?", (FTS_INDEXES["cjk"][0],))], default=BASE_VERSION)
+        if user_version(conn) < needed:
+            with immediate(conn):
+                raise_version(conn, needed)
         if indexes is None:
             return
         have = set(indexing.states(conn))

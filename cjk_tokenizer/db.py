@@ -77,6 +77,14 @@ def connect_readonly(path: str, *, busy_timeout_ms: int, mmap_size: int = MMAP_S
     if _nobody_writes(path):  # a -wal/-shm that mode=ro made here would be read-only too, of no use to a writer
         tries.reverse()
     for params in tries:
+        if "immutable" in params and _has_wal(path):
+            # immutable=1 reads the main file alone: the commits still in the WAL would be
+            # missing without a word, and SQLite itself refuses such a file
+            raise apsw.CantOpenError(
+                f"{path} has a write-ahead log ({os.path.basename(path)}-wal) that SQLite can read only "
+                f"beside its -shm index, which it cannot create in {folder}: open it where it was written "
+                "(or copy the archive with its -wal to a writable folder) so that the log is read, "
+                "or checkpoint it there")
         conn = apsw.Connection(uri + params, flags=flags)
         try:
             conn.set_busy_timeout(int(busy_timeout_ms))
@@ -91,6 +99,14 @@ def connect_readonly(path: str, *, busy_timeout_ms: int, mmap_size: int = MMAP_S
             conn.close()
             raise
     raise apsw.CantOpenError("unable to open database file (read-only, even as immutable)")
+
+
+def _has_wal(path: str) -> bool:
+    """Is there a ``-wal`` beside the file holding commits (a clean close leaves none, or an empty one)?"""
+    try:
+        return os.path.getsize(path + "-wal") > 0
+    except OSError:
+        return False
 
 
 def _nobody_writes(path: str) -> bool:

@@ -842,7 +842,8 @@ class Indexes:
         with self._ar._lock:
             if route not in states(self._ar.conn):
                 return
-            if not self._available(route):
+            # an index that never had a table here (absent) needs no tokenizer to go
+            if not self._available(route) and _table_exists(self._ar.conn, fts_table(route)):
                 raise ArchiveError(f"cannot drop the {route} index here: its tokenizer is missing "
                                    f"({self._ar.extension_error})")
             with self._ar._tx(f"drop the {route} index"):

@@ -358,3 +358,21 @@ def test_without_the_extension_a_word_glued_to_cjk_text_is_found_in_any_accent_a
         for query, want in (("cafe", ids[:6] if every else [ids[1], ids[4], ids[5]]), ("修改cafe", ids[:5]),
                             ('"cafe 服务"', ids[:5])):
             assert sorted(h.message_id for h in ar.search(query, sort="newest")) == want, query
+
+
+def test_an_absent_cjk_index_drops_without_the_extension(tmp_path):
+    # it has no table to drop, yet drop asked for the tokenizer, while opening with an
+    # index set without it told the user to call drop
+    import warnings
+
+    from cjk_tokenizer import Archive
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with Archive(tmp_path / "a.db", extension=False) as ar:
+            ar.add_message("s", "user", "部署")
+            assert ar.indexes.status()["cjk"]["status"] == "absent"
+            ar.indexes.drop("cjk")
+            assert "cjk" not in ar.indexes.status()
+        with Archive(tmp_path / "a.db", extension=False, indexes=("unicode61", "trigram")) as ar:
+            assert set(ar.indexes.status()) == {"unicode61", "trigram"}
+            assert [h.message_id for h in ar.search("部署")] == [1]

@@ -233,3 +233,48 @@ def test_messages_of_refuses_an_id_that_is_not_one(archive_file):
             with pytest.raises(ValueError, match="after_id must be a message id"):
                 ar.messages_of("s1", after_id=bad)
         assert [m["id"] for m in ar.messages_of("s1", after_id=-(2**70), before_id=2**70)] == [1, 2]
+
+
+@needs_unshare
+def test_a_wal_with_commits_in_a_folder_sqlite_cannot_write_is_refused_not_read_without_them(tmp_path):
+    # copied as file + -wal without its -shm (a backup habit) into a read-only folder: read
+    # with immutable=1 it lost, without a word, every commit still in the log
+    src, folder = str(tmp_path / "a.db"), tmp_path / "copy"
+    folder.mkdir()
+    with Archive(src) as ar:
+        ar.conn.execute("PRAGMA wal_autocheckpoint = 0")
+        for k in range(5):
+            ar.add_message("s1", "user", f"部署日志 {k}")
+        assert os.path.getsize(src + "-wal") > 0
+        shutil.copy(src, folder / "a.db")
+        shutil.copy(src + "-wal", folder / "a.db-wal")
+    copy = str(folder / "a.db")
+    for args in (["search", copy, "部署"], ["doctor", copy], ["export", copy]):
+        proc = _in_readonly_mount(str(folder), str(folder), sys.executable, "-m", "cjk_tokenizer", *args)
+        said = proc.stdout if args[0] == "doctor" else proc.stderr  # doctor reports on stdout
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "write-ahead log" in said and copy in said and "Traceback" not in proc.stderr, (args, said)
+    # where the log can be read, every commit is there
+    with Archive(copy) as ar:
+        assert len(ar.search("部署")) == 5
+
+
+def test_indexes_naming_what_a_read_only_archive_has_is_no_error(archive_file):
+    # a program that always passes its index set could not read a read-only copy
+    with Archive(archive_file, readonly=True, indexes=("cjk", "unicode61")) as ar:
+        assert ar.search("部署")
+    with pytest.raises(ValueError, match="read-only archive cannot"):
+        Archive(archive_file, readonly=True, indexes=("cjk", "unicode61", "trigram"))
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"indexes": ["cjk"]}, "indexes must include unicode61"),
+    ({"auto_catch_up": "x"}, "auto_catch_up must be a number >= 0"),
+    ({"busy_timeout": "x" * 1000}, "busy_timeout must be a number >= 0"),
+    ({"busy_timeout": -1}, "busy_timeout must be a number >= 0"),
+])
+def test_a_bad_argument_is_named_and_leaves_no_file(tmp_path, kw, message):
+    # they left a database (a 94 KB archive for auto_catch_up) behind, or a raw TypeError
+    with pytest.raises(ValueError, match=message) as err:
+        Archive(tmp_path / "a.db", **kw)
+    assert len(str(err.value)) < 250 and os.listdir(tmp_path) == []

@@ -118,3 +118,29 @@ def test_folding_is_version_2_even_before_the_cjk_table_exists(tmp_path):
 
     with Archive(tmp_path / "f.db", fold_variants=True, extension=False) as ar:
         assert user_version(ar.conn) == 2
+
+
+@pytest.mark.parametrize("options", [{}, {"fold_variants": True}])
+def test_an_archive_a_release_left_at_version_1_with_a_version_2_table_is_raised_at_its_next_open(tmp_path, options):
+    # releases that added unigrams 1 and fold_variants 1 recorded no version for them:
+    # a release that predates the options then failed inside SQLite instead of refusing
+    path = tmp_path / "a.db"
+    with Archive(path, **options) as ar:
+        ar.add_message("s", "user", "部署失败了")
+        ar.conn.execute("PRAGMA user_version = 1")
+    with Archive(path, readonly=True) as ar:  # reading changes nothing
+        assert [h.message_id for h in ar.search("部署")] == [1]
+    assert _version(path) == 1
+    with Archive(path) as ar:
+        assert [h.message_id for h in ar.search("部署")] == [1]
+    assert _version(path) == 2
+
+
+def test_a_refused_fold_variants_open_changes_nothing(tmp_path):
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "项目")
+    with pytest.raises(ArchiveError, match="fold_variants"):
+        Archive(path, fold_variants=True, indexes=("cjk", "unicode61", "trigram"))
+    with Archive(path) as ar:
+        assert set(ar.indexes.status()) == {"cjk", "unicode61"}
