@@ -191,10 +191,11 @@ def _parse(arguments) -> tuple[dict | None, dict | None]:
 def handle_session_search(archive, arguments) -> str:
     """Run the tool for ``arguments`` (JSON text or dict); the JSON result as a string."""
     try:
-        result = _handle(archive, arguments)
+        # strict JSON (no NaN/Infinity, which JSON.parse and other hosts refuse), made inside
+        # the try: a value that cannot be written is an error result too, never an exception
+        return json.dumps(_handle(archive, arguments), ensure_ascii=False, allow_nan=False)
     except Exception as exc:  # noqa: BLE001 -- the agent loop must go on
-        result = _error("unknown", "internal_error", f"{type(exc).__name__}: {exc}")
-    return json.dumps(result, ensure_ascii=False)
+        return json.dumps(_error("unknown", "internal_error", f"{type(exc).__name__}: {exc}"), ensure_ascii=False)
 
 
 def _handle(archive, arguments) -> dict:

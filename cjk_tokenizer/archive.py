@@ -105,9 +105,13 @@ _UNSET = object()
 # tool outputs does not pile up in memory (and in one transaction).
 BULK_BATCH_CHARS = 64 * 2**20
 _COLS = ", ".join(MESSAGE_COLUMNS)
-_MSG_COLS = "id, " + _COLS
 _INSERT_MSG = f"INSERT INTO messages({_COLS}) VALUES ({', '.join('?' for _ in MESSAGE_COLUMNS)})"
-_SESSION_COLS = "id, title, source, started_at, metadata, message_count, last_active"
+# Read back as records.stored_text/stored_time read them: a row another tool wrote
+# may hold text that is not UTF-8, a BLOB, or a time that is not a number.
+_TIMES = ("timestamp", "started_at", "last_active")
+_MSG_COLS = ", ".join(["id", *(c if c in _TIMES else records.read_sql(c) for c in MESSAGE_COLUMNS)])
+_SESSION_KEYS = ("id", "title", "source", "started_at", "metadata", "message_count", "last_active")
+_SESSION_COLS = ", ".join(c if c in _TIMES or c == "message_count" else records.read_sql(c) for c in _SESSION_KEYS)
 
 
 def _maybe_json(value):
@@ -124,16 +128,19 @@ def _maybe_json(value):
     return value
 
 
+def _read(keys, row) -> dict:
+    return {k: records.stored_time(v) if k in _TIMES else records.stored_text(v) for k, v in zip(keys, row)}
+
+
 def _message(row) -> dict:
-    out = dict(zip(("id", *MESSAGE_COLUMNS), row))
+    out = _read(("id", *MESSAGE_COLUMNS), row)
     out["tool_calls"] = _maybe_json(out["tool_calls"])
     out["metadata"] = _maybe_json(out["metadata"]) or {}
     return out
 
 
 def _session(row) -> dict:
-    keys = ("id", "title", "source", "started_at", "metadata", "message_count", "last_active")
-    out = dict(zip(keys, row))
+    out = _read(_SESSION_KEYS, row)
     out["metadata"] = _maybe_json(out["metadata"]) or {}
     return out
 

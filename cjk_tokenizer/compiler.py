@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from . import spellings
 from .constants import FTS_ROUTES, ROUTES
 from .query import Term
+from .records import read_sql
 from .schema import FTS_COLUMNS, FTS_INDEXES
 from .units import CJK
 
@@ -171,7 +172,7 @@ def _in_fts(route: str, columns, expr: str) -> Fragment:
 
 
 def _verify(term: Term, columns) -> Fragment:
-    cols = ", ".join(f"m.{c}" for c in columns)
+    cols = ", ".join(read_sql(f"m.{c}") for c in columns)  # any stored value reaches Python: records.stored_text
     return Fragment(f"{TERM_MATCH}(?, {cols})", (term.key(),), frozenset({TERM_MATCH}))
 
 
@@ -215,7 +216,7 @@ def _holds(column: str) -> str:
 
 def _instr(needle: str, columns, variants: bool = False) -> Fragment:
     """Exact: the folded text of a searched column contains ``needle``."""
-    fold = FOLD + ("({}, 1)" if variants else "({})")
+    fold = FOLD + ("(" + read_sql("{}") + (", 1)" if variants else ")"))  # as _verify passes columns
     uses = frozenset({FOLD})
     if spellings.all_stable(needle, variants):  # raw text holds it where folded text does, but for selectors
         parts = [f"({_holds(f'm.{c}')} OR "

@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 from . import _native
 from .query import And, Not, Or, Term, positive_terms, term_from_key, terms as all_terms
+from .records import stored_text
 from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces
 
 
@@ -330,4 +331,5 @@ def all_matches(node, text: str | None, live=None) -> list[tuple[int, int, int]]
 def sql_term_match(key: str, *texts) -> int:
     """SQL function ``cjk_term_match(term_key, col, ...)``: 1 if the term matches a column."""
     term = term_from_key(key)
+    texts = [stored_text(t) for t in texts]  # columns come as their bytes (records.read_sql)
     return int(any(term_matches(term, t) for t in texts if isinstance(t, str)))

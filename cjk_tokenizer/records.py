@@ -55,6 +55,33 @@ _KNOWN_KEYS = frozenset({
 })
 
 
+# ---- reading back ----------------------------------------------------------
+#
+# What another tool wrote is read too: a TEXT column may hold bytes that are not
+# UTF-8 (the sqlite3 shell writes them as given), which APSW refuses to decode,
+# or a BLOB, or a number.  Readers select such columns as their bytes
+# (``read_sql``) and decode them here, each bad sequence as U+FFFD, as the
+# tokenizer and cjk_match read them; a time that is not a finite number reads
+# as no time (JSON has no Infinity).
+
+
+def read_sql(column: str) -> str:
+    """SQL reading ``column`` as its bytes, for stored_text (NULL stays NULL)."""
+    return f"CAST({column} AS BLOB)"
+
+
+def stored_text(value):
+    """A text column's value read through read_sql, as a str (or None)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def stored_time(value):
+    """A stored time as a finite float, or None (also for one that is not a number)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None
+
+
 def text(value, field: str):
     """``value`` as storable text, or None."""
     if value is None:

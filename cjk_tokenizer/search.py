@@ -125,7 +125,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterable
 
-from . import _native
+from . import _native, records
 from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError
@@ -257,6 +257,7 @@ _reg_lock = threading.Lock()
 
 
 def _sql_fold(text, variants=0):
+    text = records.stored_text(text)  # the statements pass columns as their bytes (records.read_sql)
     return _native.fold(clean(text), bool(variants)) if isinstance(text, str) else ""
 
 
@@ -444,6 +445,21 @@ def _weights() -> str:
 # What a hit shows besides its snippet, read in the statements that call
 # cjk_match (their rows are the page's hits; the hit then needs nothing else)
 _HIT_FIELDS = f"m.session_id, m.role, m.timestamp, (SELECT s.title FROM {SESSIONS} s WHERE s.id = m.session_id)"
+# The same, the text read as its bytes (records.read_sql), for a page where another tool
+# wrote text that is not UTF-8 there (APSW refuses to decode it): _rows.
+_HIT_FIELDS_READ = (f"{records.read_sql('m.session_id')}, {records.read_sql('m.role')}, m.timestamp, "
+                    f"(SELECT {records.read_sql('s.title')} FROM {SESSIONS} s WHERE s.id = m.session_id)")
+
+
+def _rows(conn, st: Statement) -> list:
+    """The rows of ``st``; its hit fields read as bytes when one is not UTF-8 (rare:
+    reading every page so would cost every search the decoding of its fields)."""
+    try:
+        return conn.execute(st.sql, st.params).fetchall()
+    except UnicodeDecodeError:
+        if _HIT_FIELDS not in st.sql:
+            raise
+        return conn.execute(st.sql.replace(_HIT_FIELDS, _HIT_FIELDS_READ), st.params).fetchall()
 
 
 def _aux_call(snippet_chars: int) -> tuple[str, tuple]:
@@ -741,7 +757,7 @@ def _hit(row, p: Plan, label: str, snippet_chars: int, parts, score) -> Hit:
     """A Hit from its message row (id, session, role, time, title, then the text columns
     unless ``parts`` came from cjk_match) and its snippet ``parts`` (else built here)."""
     if parts is None:
-        texts = dict(zip(FTS_COLUMNS, row[5:]))
+        texts = dict(zip(FTS_COLUMNS, map(records.stored_text, row[5:])))
         parts = _from_python(p, {c: texts[c] for c in p.columns}, snippet_chars)
     return _new_hit(*row[:5], label, parts, score)
 
@@ -749,6 +765,15 @@ def _hit(row, p: Plan, label: str, snippet_chars: int, parts, score) -> Hit:
 def _new_hit(mid, session_id, role, ts, title, label: str, parts, score) -> Hit:
     """A Hit from its message's fields, its snippet ``parts`` and its rank (lower is better)."""
     where, column, snippet, highlight, span = parts
+    # records.stored_text/stored_time, inline: this runs for every hit of every page
+    if session_id.__class__ is bytes:
+        session_id = session_id.decode("utf-8", "replace")
+    if role.__class__ is bytes:
+        role = role.decode("utf-8", "replace")
+    if title.__class__ is bytes:
+        title = title.decode("utf-8", "replace")
+    if ts.__class__ is not int and (ts.__class__ is not float or ts - ts != 0):  # inf - inf is nan
+        ts = records.stored_time(ts)
     return Hit(mid, session_id, role, ts, snippet, where, label, column, highlight, span, title,
                None if score is None else -float(score))
 
@@ -879,7 +904,7 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             for i, window in enumerate(prep.walk.windows()):
                 # the first stretch's statement is the one _prepare wrote (nothing found yet)
                 st = prep.statements[0] if i == 0 else prep.walk.statement(window, wanted - len(found))
-                found += conn.execute(st.sql, st.params).fetchall()
+                found += _rows(conn, st)
                 if len(found) >= wanted:
                     break
             found = found[prep.offset:]
@@ -887,7 +912,7 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
             for st in prep.statements:
                 if len(found) >= limit:  # the page is full: the statements' LIMITs add up to at most ``limit``
                     break
-                found += conn.execute(st.sql, st.params).fetchall()
+                found += _rows(conn, st)
         ids = [row[0] for row in found]
         if prep.sort != "relevance" and len(ids) == limit:
             out.next_cursor = f"{prep.sort}:{ids[-1]}"
@@ -903,10 +928,11 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         parts = dict(zip(ids, parts))
         # some snippet is built here: the texts are read again
         scores = {row[0]: row[2] for row in found if row[2] is not None}
-        texts = "".join(f", m.{c}" for c in FTS_COLUMNS)
+        texts = "".join(f", {records.read_sql(f'm.{c}')}" for c in FTS_COLUMNS)
         marks = ", ".join("?" * len(ids))
         rows = {row[0]: row for row in conn.execute(
-            f"SELECT m.id, m.session_id, m.role, m.timestamp, s.title{texts} FROM {MESSAGES} m "
+            f"SELECT m.id, {records.read_sql('m.session_id')}, {records.read_sql('m.role')}, m.timestamp, "
+            f"{records.read_sql('s.title')}{texts} FROM {MESSAGES} m "
             f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)
         return out

@@ -194,6 +194,9 @@ ERROR_CODES = (
     "anchor_not_in_session",
     "database_error",      # SQLite could not answer (e.g. locked); retrying may help
 )
+# The agent tool (agent_tool.handle_session_search) adds two of its own:
+# "bad_json" (arguments that are not one JSON object) and "internal_error"
+# (a defect: the message names the exception).
 
 _EARLIER = "[… {:,} earlier characters cut] "
 _LATER = " [… {:,} more characters cut]"

@@ -259,3 +259,45 @@ PREVIOUS_SESSION_TRIGGER = """CREATE TRIGGER messages_session_ai AFTER INSERT ON
         last_active = max(coalesce(last_active, new.timestamp), coalesce(new.timestamp, last_active))
     WHERE id = new.session_id;
 END"""
+
+
+def test_rows_another_tool_wrote_in_any_type_read_everywhere(tmp_path):
+    # TEXT that is not UTF-8 (the sqlite3 shell writes bytes as given), a BLOB, and an
+    # infinite time: the cjk index found the rows, but get_message, export and a
+    # scan-route search raised UnicodeDecodeError, session_search raised, the agent
+    # tool answered internal_error or wrote bare Infinity, which JSON does not have.
+    import json
+
+    from cjk_tokenizer.agent_tool import handle_session_search
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("ok", "user", "部署 fine", timestamp=1)
+        ar.conn.execute("INSERT INTO messages(session_id, role, content, reasoning, timestamp) "
+                        "VALUES ('bad', 'user', CAST(X'E983A8E7BDB220FF' AS TEXT), CAST(X'FE' AS TEXT), 2)")
+        ar.conn.execute("INSERT INTO messages(session_id, role, content, tool_name, timestamp) "
+                        "VALUES ('blob', 'tool', ?, ?, 9e999)", ("部署 log".encode(), b"run\xff"))
+        ar.conn.execute("UPDATE sessions SET title = CAST(X'E6A087FF' AS TEXT) WHERE id = 'bad'")
+    for extension in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ar = Archive(path, extension=extension)
+        with ar:
+            assert ar.get_message(2)["content"] == "部署 \ufffd" and ar.get_message(2)["reasoning"] == "\ufffd"
+            third = ar.get_message(3)
+            assert (third["content"], third["tool_name"], third["timestamp"]) == ("部署 log", "run\ufffd", None)
+            assert [m["content"] for m in ar.messages_of("bad")] == ["部署 \ufffd"]
+            assert ar.session("bad")["title"] == "标\ufffd" and ar.session("blob")["last_active"] is None
+            routes = ["scan", None] + (["cjk"] if extension else [])
+            for route in routes:
+                got = {h.message_id: (h.snippet, h.timestamp) for h in ar.search("部署", route=route)}
+                assert got == {1: ("部署 fine", 1), 2: ("部署 \ufffd", 2), 3: ("部署 log", None)}, route
+                assert [h.message_id for h in ar.search("log", route=route)] == [3], route
+            out = io.StringIO()
+            assert ar.export(out) == 3 and "Infinity" not in out.getvalue()
+            for args in ({}, {"query": "部署"}, {"session_id": "bad"}, {"session_id": "blob"},
+                         {"session_id": "blob", "around_message_id": 3}):
+                text = handle_session_search(ar, args)
+                result = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in {args}"))
+                assert "error" not in result, (args, result)
+                assert "部署" in text and "\\ufffd" in text or "\ufffd" in text, args

@@ -123,13 +123,18 @@ def test_a_hermes_message_the_archive_cannot_store_is_named_by_its_id(tmp_path, 
     db = str(tmp_path / "state.db")
     fx.write_hermes(db, hermes_state)
     conn = apsw.Connection(db)
-    bad_id = conn.execute("SELECT max(id) FROM messages WHERE session_id = 'h1'").fetchone()[0]
-    conn.execute("UPDATE messages SET content = X'E4B8FF' WHERE id = ?", (bad_id,))  # not text: bytes
+    bad_id, blob_id, other_id = [r[0] for r in conn.execute("SELECT id FROM messages ORDER BY id DESC LIMIT 3")]
+    conn.execute("UPDATE messages SET content = X'E4B8FF' WHERE id = ?", (bad_id,))  # bytes, not UTF-8
+    conn.execute("UPDATE messages SET content = CAST(X'E983A8E7BDB2FF' AS TEXT) WHERE id = ?", (other_id,))
+    conn.execute("UPDATE messages SET content = CAST('部署 blob' AS BLOB) WHERE id = ?", (blob_id,))  # UTF-8 bytes
     conn.close()
     with Archive(str(tmp_path / "a.db")) as ar:
         report = ar.import_source(db)
-        assert report.bad == [f"{db}: record '{bad_id}': content must be a str or None, not bytes"]
-        assert ar.count_messages() == 4  # the others are imported
+        # TEXT that is not UTF-8 stopped the whole import with a raw UnicodeDecodeError
+        assert report.bad == [f"{db}: message id {other_id}: content is not UTF-8 text (byte 0xFF at byte 6)",
+                              f"{db}: message id {bad_id}: content is not UTF-8 text (byte 0xE4 at byte 0)"]
+        assert ar.count_messages() == 3  # the others are imported
+        assert [h.message_id for h in ar.search("blob")] == [3]
 
 
 def test_hermes_content_of_parts_is_stored_as_its_text(tmp_path, hermes_state):

@@ -30,7 +30,7 @@ import urllib.parse
 import apsw
 
 from ..constants import ROLES
-from ..records import parts_text
+from ..records import parts_text, read_sql, stored_text
 from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
 
 NAME = "hermes"
@@ -147,10 +147,27 @@ def _content(raw, meta: dict):
     return parts_text(parts, meta) if isinstance(parts, list) else raw
 
 
+# Columns read as their bytes and decoded per row (_decoded): a value that is not
+# UTF-8 makes that row a bad record, where APSW's own decoding stopped the read.
+_NUMBERS = frozenset({"started_at", "ended_at", "timestamp"})
+
+
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
     have = _columns(conn, table)
-    cols = [c if c in have else f"NULL AS {c}" for c in wanted]
+    cols = [(c if c in _NUMBERS or (table == "messages" and c == "id") else read_sql(c)) if c in have
+            else f"NULL AS {c}" for c in wanted]
     return conn.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
+
+
+def _decoded(r: dict) -> dict:
+    """The row with its bytes read as UTF-8; ValueError naming the field that is not."""
+    for k, v in r.items():
+        if isinstance(v, bytes):
+            try:
+                r[k] = v.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{k} is not UTF-8 text (byte 0x{v[exc.start]:02X} at byte {exc.start})") from None
+    return r
 
 
 def read(src):
@@ -163,20 +180,26 @@ def read(src):
         for row in _select(conn, "sessions", s_cols, "started_at, id"):
             r = dict(zip(s_cols, row))
             try:
+                r = _decoded(r)
                 meta = compact({k: r[k] for k in _SESSION_META})
                 if r["ended_at"] is not None:
                     meta["ended_at"] = epoch(r["ended_at"], "ended_at")
                 yield SessionInfo(str(r["id"]), title=r["title"], source=r["source"],
                                   started_at=epoch(r["started_at"], "started_at"), metadata=meta)
             except ValueError as exc:
-                yield Skip("bad", None, f"session {r['id']!r}: {exc}")
+                yield Skip("bad", None, f"session {stored_text(r['id'])!r}: {exc}")
         top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 1
         m_cols = ("id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
                   "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items")
         for row in _select(conn, "messages", m_cols, "id"):
             r = dict(zip(m_cols, row))
-            if src.size:
+            if src.size and isinstance(r["id"], int):
                 src.done = src.size * r["id"] // top
+            try:
+                r = _decoded(r)
+            except ValueError as exc:
+                yield Skip("bad", None, f"message id {r['id']}: {exc}")
+                continue
             if r["role"] not in ROLES:
                 yield Skip(f"role {r['role']}")
                 continue
