@@ -57,6 +57,7 @@ Decisions callers rely on:
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
@@ -115,16 +116,21 @@ _SESSION_COLS = ", ".join(c if c in _TIMES or c == "message_count" else records.
 
 
 def _maybe_json(value):
-    """Parse JSON text written by the archive; anything else comes back as stored.
+    """Parse JSON text as the archive writes it (records.json_text of a list or
+    dict); anything else comes back as stored.
 
-    A row written by another tool may hold JSON no archive write accepts (too
-    deep to parse, NaN, huge): that text too comes back as stored, so one
-    record never breaks a read."""
+    Text given as text (``tool_calls='{"q":"\\u90e8"}'``, another tool's row)
+    stays text, spacing, escapes, number spellings and repeated keys included:
+    parsed, it would read, and export, as other text.  A row written by another
+    tool may hold JSON no archive write accepts (too deep to parse, NaN, huge):
+    that text too comes back as stored, so one record never breaks a read."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            return records.load_json(value)
+            parsed = records.load_json(value)
         except InputError:
-            pass
+            return value
+        if json.dumps(parsed, ensure_ascii=False) == value:
+            return parsed
     return value
 
 

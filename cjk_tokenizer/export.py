@@ -3,7 +3,10 @@
 JSONL is the ``openai`` importer's one-message-per-line shape: a session line
 (``{"type": "session", "id", "title", "source", "started_at", "metadata"}``)
 then its messages in id order, every stored field included, so importing the
-file into an empty archive gives back the same sessions and messages.
+file into an empty archive gives back the same sessions and messages: text
+that reads as text (tool_calls given as a string, metadata another tool
+wrote) is written as a string and stored back as it is, and a message
+without a time says ``"timestamp": null``.
 
 Markdown is one section per session; what was said is plain text, what was
 thought is a quoted "thought" block, tool calls are listed as calls, and tool
@@ -65,10 +68,14 @@ def _jsonl(archive, session, out) -> int:
     out.write(json.dumps({k: v for k, v in header.items() if v is not None}, ensure_ascii=False) + "\n")
     n = 0
     for m in _messages(archive, session["id"]):
+        # stored [] as text: import reads a [] list as no calls
+        calls = "[]" if m["tool_calls"] == [] else m["tool_calls"]
         line = {"session_id": m["session_id"], "role": m["role"], "content": m["content"],
-                "reasoning": m["reasoning"], "tool_name": m["tool_name"], "tool_calls": m["tool_calls"],
-                "tool_call_id": m["tool_call_id"], "timestamp": m["timestamp"], "metadata": m["metadata"] or None}
-        out.write(json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False) + "\n")
+                "reasoning": m["reasoning"], "tool_name": m["tool_name"], "tool_calls": calls,
+                "tool_call_id": m["tool_call_id"], "metadata": m["metadata"] or None}
+        line = {k: v for k, v in line.items() if v is not None}
+        line["timestamp"] = m["timestamp"]  # null too: import stores no time, not the import's
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
         n += 1
     return n
 

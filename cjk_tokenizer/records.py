@@ -17,13 +17,20 @@ Decisions (documented here because callers rely on them):
   hold no NaN or Infinity (not JSON: other readers reject them), nor a
   number past a double's range (1e400, which reads as Infinity), and be at
   most ``MAX_JSON_CHARS`` characters; reads parse stored JSON by the same
-  rule (``load_json``) and return text that breaks it as stored.
+  rule (``load_json``) when it is spelt as the archive writes JSON, and
+  return other text (a string given as one, text that breaks the rule) as
+  stored.  ``metadata`` is a dict; text, a list or a number (what another
+  tool stored, exported) is stored as given.
 * OpenAI-style dicts: ``content`` may be a list of parts; the text parts are
   joined with newlines and any other parts (images, audio…) are kept in the
   message's metadata under ``"content_parts"``.  ``reasoning`` and
   ``reasoning_content`` are both accepted (joined if both are present and
   differ).  The legacy role ``function`` is stored as ``tool``.  Keys the
-  archive has no column for are kept in metadata, so nothing is dropped.
+  archive has no column for are kept in metadata, so nothing is dropped: a
+  key the message's own ``metadata`` also holds, with another value, goes
+  under ``"message_fields"``, and a tool message's ``name`` beside another
+  ``tool_name`` under ``"name"``.  ``"timestamp": null`` stores no time; a
+  message without the key gets the time of writing.
 """
 from __future__ import annotations
 
@@ -226,10 +233,12 @@ def json_text(value, field: str):
 
 
 def metadata_(value):
-    """A dict of extra fields as JSON text; None or {} store nothing."""
+    """A dict of extra fields as JSON text; None or {} store nothing.  Text, a
+    list or a number (what another tool may have stored, read back and
+    exported as it is) is stored as given, as tool_calls are."""
     if value is None or value == {}:
         return None
-    if not isinstance(value, dict):
+    if isinstance(value, bool) or not isinstance(value, (dict, str, list, int, float)):
         raise InputError(f"metadata must be a dict or None, not {type(value).__name__}")
     return json_text(value, "metadata")
 
@@ -264,8 +273,9 @@ MESSAGE_COLUMNS = MessageRow._fields
 
 
 def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=None, tool_calls=None,
-                tool_call_id=None, timestamp_=None, metadata=None) -> MessageRow:
-    """The stored form of one message, validated."""
+                tool_call_id=None, timestamp_=None, metadata=None, no_time: bool = False) -> MessageRow:
+    """The stored form of one message, validated (``timestamp_`` None: now, or
+    none at all with ``no_time``)."""
     return MessageRow(
         ident(session_id, "session_id"),
         role(role_),
@@ -274,7 +284,7 @@ def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=No
         text(tool_name, "tool_name"),
         json_text(tool_calls, "tool_calls"),
         text(tool_call_id, "tool_call_id"),
-        timestamp(timestamp_),
+        timestamp(timestamp_, default_now=not no_time),
         metadata_(metadata),
     )
 
@@ -302,14 +312,21 @@ def openai_row(session_id, msg) -> MessageRow:
         raise InputError(f"a message must be a dict, not {type(msg).__name__}")
     extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS}
     given_meta = msg.get("metadata")
-    if given_meta is not None:
-        if not isinstance(given_meta, dict):
-            raise InputError("metadata must be a dict")
-        extra = {**given_meta, **extra}
+    if given_meta is not None and not isinstance(given_meta, dict):
+        if extra:
+            raise InputError("metadata must be a dict when the message has other fields to keep in it")
+        extra = given_meta  # stored as given (metadata_)
+    elif given_meta:
+        # nothing dropped: a field that metadata also names, with another value, is kept apart
+        clash = {k: v for k, v in extra.items() if k in given_meta and given_meta[k] != v}
+        extra = {**given_meta, **{k: v for k, v in extra.items() if k not in clash}}
+        if clash:
+            extra["message_fields"] = clash
     role_ = msg.get("role")
     if role_ == "function":
         role_ = "tool"
-    if role_ != "tool" and "name" in msg:  # a participant name, not a tool's
+    named = "name" in msg and (role_ != "tool" or msg.get("tool_name", msg["name"]) != msg["name"])
+    if named and isinstance(extra, dict):  # a participant's name, or one besides the tool_name given
         extra["name"] = msg["name"]
     content = msg.get("content")
     if isinstance(content, list):
@@ -333,4 +350,7 @@ def openai_row(session_id, msg) -> MessageRow:
         tool_call_id=msg.get("tool_call_id"),
         timestamp_=msg.get("timestamp"),
         metadata=extra or None,
+        # "timestamp": null says there is no time (an export of a row without one);
+        # no timestamp at all is the time of writing
+        no_time=msg.get("timestamp", 0) is None,
     )

@@ -668,3 +668,54 @@ def test_a_wrong_format_leaves_no_session_and_no_source_to_sync(tmp_path, header
     with Archive(db) as ar:
         assert [s["id"] for s in ar.sessions()] == ["s1"] and ar.count_messages() == 2
     assert "imported 0 messages" in cli("sync", db).stdout
+
+
+def test_an_export_of_what_other_writers_stored_imports_back_verbatim(tmp_path):
+    # tool_calls given as text were parsed on read (repeated keys lost data) and exported
+    # re-spelt, [] came back as no calls, metadata that is not a dict made the message a
+    # bad record, and a message without a time got the import's time
+    src = Archive(str(tmp_path / "a.db"))
+    src.add_message("s", "assistant", "x", tool_calls='{"q":"\\u90e8\\u7f72","n":1.50}', timestamp=1)
+    src.add_message("s", "assistant", "y", tool_calls=[], timestamp=2)
+    src.add_message("s", "assistant", None, tool_calls='{"cmd": "部署到生产", "cmd": "ls"}', timestamp=3)
+    src.add_message("s", "assistant", "z", tool_calls=[{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
+                    metadata={"k": [1, 2]}, timestamp=4)
+    src.conn.execute("INSERT INTO messages(session_id, role, content, timestamp, metadata) "
+                     "VALUES ('s', 'user', 'note', 5, 'imported from X'), ('s', 'user', 'list', 6, '[1,2]')")
+    src.conn.execute("INSERT INTO messages(session_id, role, content) VALUES ('s', 'user', 'no time')")
+    assert src.get_message(3)["tool_calls"] == '{"cmd": "部署到生产", "cmd": "ls"}'  # as stored, not {'cmd': 'ls'}
+    assert src.get_message(4)["tool_calls"][0]["id"] == "c1"  # what the archive wrote reads parsed
+    out = io.StringIO()
+    assert src.export(out) == 7
+    path = tmp_path / "e.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    dst = Archive(str(tmp_path / "b.db"))
+    report = dst.import_source(str(path))
+    assert report.bad == []
+    columns = "role, content, reasoning, tool_name, tool_calls, tool_call_id, timestamp, metadata"
+    rows = f"SELECT {columns} FROM messages ORDER BY id"
+    assert dst.conn.execute(rows).fetchall() == src.conn.execute(rows).fetchall()
+    assert len(dst.search("u90e8")) == len(src.search("u90e8")) == 1
+
+
+def test_a_jsonl_file_with_a_byte_order_mark_keeps_its_first_line(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    with open(path, "w", encoding="utf-8-sig") as f:
+        for t in ("第一条", "第二条"):
+            f.write(json.dumps({"session_id": "s", "role": "user", "content": t}) + "\n")
+    with Archive(str(tmp_path / "a.db")) as ar:
+        for fmt in ("openai", "auto"):
+            report = ar.import_source(str(path), format=fmt)
+            assert report.bad == []
+        assert [m["content"] for m in ar.messages_of("s")] == ["第一条", "第二条"]
+
+
+def test_add_openai_message_drops_no_value_that_another_field_names(tmp_path):
+    with Archive(str(tmp_path / "a.db")) as ar:
+        m = ar.get_message(ar.add_openai_message("s", {"role": "tool", "name": "A", "tool_name": "B", "content": "x"}))
+        assert (m["tool_name"], m["metadata"]) == ("B", {"name": "A"})
+        m = ar.get_message(ar.add_openai_message("s", {"role": "tool", "name": "A", "content": "x"}))
+        assert (m["tool_name"], m["metadata"]) == ("A", {})
+        m = ar.get_message(ar.add_openai_message("s", {"role": "user", "content": "x", "metadata": {"foo": 1, "k": 2},
+                                                       "foo": 2, "k": 2, "bar": 3}))
+        assert m["metadata"] == {"foo": 1, "k": 2, "bar": 3, "message_fields": {"foo": 2}}

@@ -105,6 +105,8 @@ def json_lines(src: Source):
     try:
         for number, raw in enumerate(stream, 1):
             src.done += len(raw)
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a byte order mark (Windows editors write one)
+                raw = raw[3:]
             line = raw.decode("utf-8", "surrogateescape")
             if not line.strip():
                 continue
