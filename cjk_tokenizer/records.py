@@ -112,10 +112,17 @@ def text(value, field: str):
     return value
 
 
+# A session id is shown whole wherever its session is (an agent passes it back), so
+# it is bounded: session_search's results are held to a size.
+MAX_ID_CHARS = 512
+
+
 def ident(value, field: str) -> str:
-    """A session id: a non-empty str."""
+    """A session id: a non-empty str of at most MAX_ID_CHARS characters."""
     if not isinstance(value, str) or not value:
-        raise InputError(f"{field} must be a non-empty str, not {value!r}")
+        raise InputError(f"{field} must be a non-empty str, not {value!r}"[:200])
+    if len(value) > MAX_ID_CHARS:
+        raise InputError(f"{field} is {len(value):,} characters long; at most {MAX_ID_CHARS} are allowed")
     return text(value, field)
 
 

@@ -122,6 +122,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
+from . import _native
 from .errors import CjkTokenizerError, QueryError, TimeValueError
 from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
@@ -148,6 +149,7 @@ __all__ = [
 
 HIT_CHARS = 1500
 CONTEXT_CHARS = 600
+LABEL_CHARS = 300  # a title, source, tool name or call id (the result's size bound holds them too)
 BOOKEND_CHARS = 300
 PREVIEW_CHARS = 200
 # A whole result (its JSON, in characters) is held to about this much: agent
@@ -243,6 +245,16 @@ def _is_mark(ch: str) -> bool:
     return unicodedata.category(ch).startswith("M")
 
 
+def _splits(text: str, i: int) -> bool:
+    """Would an edge at ``i`` split a character from what extends it (the snippet rule's
+    clusters, csrc/cjk_snippet.h: a mark, selector, skin-tone modifier or tag after it,
+    or a zero-width joiner before; white space joins nothing)?"""
+    if text[i - 1].isspace():
+        return False
+    extends = _native.is_extender if _native.available() else _is_mark
+    return text[i - 1] == "\u200d" or extends(text[i])
+
+
 def cut_text(text: str, budget: int, focus: tuple[int, int] | None = None) -> tuple[str, int]:
     """``(shown, cut)``: ``text`` whole if it fits ``budget`` characters, else at most
     ``budget`` characters of it with a marker on each cut side saying how many
@@ -261,7 +273,7 @@ def cut_text(text: str, budget: int, focus: tuple[int, int] | None = None) -> tu
         start, end = choose(text, [(focus[0], focus[1], 0)], budget + 2).window
     else:
         start, end = 0, budget
-        while end < n and end > 0 and _is_mark(text[end]):  # no marks without their character
+        while 0 < end < n and _splits(text, end):  # no emoji or marks cut from their character
             end -= 1
     head = _EARLIER.format(start) if start else ""
     tail = _LATER.format(n - end) if end < n else ""
@@ -297,10 +309,12 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
             out["reasoning"] = field("reasoning", reasoning)
         else:
             out["reasoning_hidden_chars"] = len(reasoning)
-    if m.get("tool_name") is not None:
-        out["tool_name"] = m["tool_name"]
-    if m.get("tool_call_id") is not None:
-        out["tool_call_id"] = m["tool_call_id"]
+    for name in ("tool_name", "tool_call_id"):
+        if m.get(name) is not None:
+            shown, n = cut_text(m[name], _budget(LABEL_CHARS))
+            out[name] = shown
+            if n:
+                cut[name] = n
     calls = m.get("tool_calls")
     if calls is not None:
         text = calls if isinstance(calls, str) else json.dumps(calls, ensure_ascii=False)
@@ -311,10 +325,17 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
 
 
 def render_session(s: dict) -> dict:
+    label, cut = {}, {}
+    for name in ("title", "source"):
+        label[name] = s.get(name)
+        if label[name] is not None:
+            label[name], n = cut_text(label[name], _budget(LABEL_CHARS))
+            if n:
+                cut[name] = n
     out = {
         "session_id": s["id"],
-        "title": s.get("title"),
-        "source": s.get("source"),
+        "title": label["title"],
+        "source": label["source"],
         "started_at": s.get("started_at"),
         "started_at_iso": iso(s.get("started_at")),
         "last_active": s.get("last_active"),
@@ -323,6 +344,8 @@ def render_session(s: dict) -> dict:
     }
     if s.get("no_session_row"):
         out["note"] = "no session record: found through its messages (title and source unknown)"
+    if cut:
+        out["cut"] = cut
     return out
 
 

@@ -585,3 +585,47 @@ def test_a_result_is_held_to_its_size_budget(tmp_path, args):
         assert shown and all("cut" in m for m in shown)  # every cut message says how much went
         small = ar.session_search(query="needle")
         assert "budget_scale" not in small and len(json.dumps(small, ensure_ascii=False)) <= RESULT_CHARS
+
+
+@pytest.mark.parametrize("args", [{"query": "部署"}, {"session_id": "s1"}, {"session_id": "s1", "around_message_id": 1},
+                                  {}])
+def test_titles_sources_and_tool_labels_are_held_to_the_size_budget_too(tmp_path, args):
+    # they were never cut: a long title or call id made results of 120k-200k characters
+    from cjk_tokenizer.agent_tool import handle_session_search
+    from cjk_tokenizer.session_search import RESULT_CHARS
+
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_session("s1", title="长标题" * 40_000, source="src" * 30_000)
+        ar.add_message("s1", "tool", "部署 ok", tool_name="run" * 20_000, tool_call_id="c" * 80_000)
+        text = handle_session_search(ar, args)
+        out = json.loads(text)
+        assert "error" not in out and len(text) <= RESULT_CHARS, len(text)
+        session = out["sessions"][0] if "sessions" in out else out["session"]
+        session = session.get("session", session)
+        assert session["title"].startswith("长标题") and session["cut"]["title"] > 100_000
+        if "sessions" not in out or args:
+            message = next(iter(out.get("messages") or out["sessions"][0]["window"]))
+            assert message["tool_call_id"].startswith("ccc") and message["cut"]["tool_call_id"] > 79_000
+
+
+def test_a_session_id_is_bounded_when_written(tmp_path):
+    from cjk_tokenizer.records import MAX_ID_CHARS, InputError
+
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("s" * MAX_ID_CHARS, "user", "ok")
+        with pytest.raises(InputError, match=f"at most {MAX_ID_CHARS}"):
+            ar.add_message("s" * (MAX_ID_CHARS + 1), "user", "too long an id")
+
+
+@pytest.mark.parametrize("tail", ["👨\u200d👩\u200d👧", "👍🏽", "🏴\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+                                  "e\u0301\u0302", "辻\U000e0100"])
+def test_reading_a_long_message_never_cuts_a_character_from_what_extends_it(tmp_path, tail):
+    # the cut of a message read (no match to centre on) split emoji sequences
+    from cjk_tokenizer.session_search import HIT_CHARS
+
+    with Archive(tmp_path / "a.db") as ar:
+        for k in range(len(tail) + 1):
+            ar.add_message("s", "user", "x" * (HIT_CHARS - k) + tail + "y" * 10)
+        for m in ar.session_search(session_id="s")["messages"]:
+            kept = m["content"].split(" [… ")[0]
+            assert kept.endswith(tail) or kept.rstrip("x") == "", (ascii(kept[-12:]), m["cut"])
