@@ -151,6 +151,17 @@ def _session(row) -> dict:
     return out
 
 
+def _no_such_id(session_id) -> bool:
+    """A session id no row can have: a str SQLite cannot be given (a lone surrogate)."""
+    if not isinstance(session_id, str):
+        return False
+    try:
+        session_id.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
 def _check_path(path) -> str:
     """``path`` as a file name: a str or os.PathLike naming a file, or ":memory:"."""
     if not isinstance(path, (str, os.PathLike)):
@@ -439,6 +450,8 @@ class Archive:
     def update_session(self, session_id: str, *, title: str | None = _UNSET, source: str | None = _UNSET,
                        metadata: dict | None = _UNSET) -> bool:
         """Change a session's title, source or metadata; False if there is no such session."""
+        if _no_such_id(session_id):
+            return False
         sets, args = [], []
         for name, value in (("title", title), ("source", source)):
             if value is not _UNSET:
@@ -628,6 +641,9 @@ class Archive:
 
     def delete_session(self, session_id: str) -> int:
         """Delete a session and all its messages; returns how many messages went."""
+        if _no_such_id(session_id):
+            return 0
+
         def delete():
             n = self._conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0]
             self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
@@ -693,6 +709,8 @@ class Archive:
         """
         if order not in ("asc", "desc"):
             raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
+        if _no_such_id(session_id):
+            return []
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
         where, args = ["session_id = ?"], [session_id]
@@ -712,6 +730,8 @@ class Archive:
 
     def session(self, session_id: str) -> dict | None:
         """A session with its message_count and last_active time, or None."""
+        if _no_such_id(session_id):
+            return None
         with self._lock:
             row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _session(row)
@@ -730,6 +750,8 @@ class Archive:
             return [_session(r) for r in self._conn.execute(sql, args)]
 
     def count_messages(self, session_id: str | None = None) -> int:
+        if _no_such_id(session_id):
+            return 0
         with self._lock:
             if session_id is None:
                 return int(self._conn.execute("SELECT count(*) FROM messages").fetchone()[0])

@@ -353,7 +353,18 @@ def _session_ids(ids, name: str) -> list[str]:
         raise QueryError(f"{name} must be a session id or an iterable of session ids")
     if len(ids) > MAX_EXCLUDED:
         raise QueryError(f"{name} holds more than {MAX_EXCLUDED:,} ids")
+    for i in ids:
+        _encodable(i, name)
     return sorted(set(ids))
+
+
+def _encodable(value: str, name: str) -> None:
+    """QueryError for a string SQLite cannot be given (a lone surrogate: no stored id holds one)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise QueryError(f"{name} holds a lone surrogate {value[exc.start]!r} at position {exc.start}, "
+                         "which no stored text can hold") from None
 
 
 def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tuple[str, tuple]:
@@ -372,6 +383,7 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
     if session_id is not None:
         if not isinstance(session_id, str):
             raise QueryError(f"session_id must be a str, not {type(session_id).__name__}")
+        _encodable(session_id, "session_id")
         sql.append("m.session_id = ?")
         params.append(session_id)
     excluded = _session_ids(exclude_session_ids, "exclude_session_ids")

@@ -341,3 +341,19 @@ def test_a_bad_mmap_size_is_a_one_line_error_before_any_file_is_made(tmp_path, b
     with pytest.raises(ValueError, match=r"^mmap_size must be a whole number of bytes >= 0 .*not "):
         Archive(tmp_path / "never.db", mmap_size=bad)
     assert not (tmp_path / "never.db").exists()
+
+
+def test_a_session_id_no_row_can_have_is_an_answer_not_a_traceback(tmp_path):
+    # half a surrogate pair (json.loads accepts "\ud800") raised a raw UnicodeEncodeError
+    from cjk_tokenizer.errors import QueryError
+
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("s", "user", "部署")
+        bad = "\ud800"
+        assert (ar.session(bad), ar.messages_of(bad), ar.update_session(bad, title="x"), ar.delete_session(bad),
+                ar.count_messages(bad)) == (None, [], False, 0, 0)
+        for call in (lambda: ar.search("部署", session_id=bad), lambda: ar.search("部署", exclude_session_ids=[bad]),
+                     lambda: ar.count_by_session("部署", [bad])):
+            with pytest.raises(QueryError, match="lone surrogate"):
+                call()
+        assert ar.count_messages() == 1
