@@ -130,7 +130,6 @@ from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError
 from .evaluate import all_matches, checking, matched_terms, sql_term_match
-from .indexing import fts_segments
 from .query import parse
 from .router import MAX_ROWID, Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
@@ -683,6 +682,8 @@ def _seeks_hits(conn, p: Plan, bound: int) -> bool:
     it has several (an archive that grows by appends); a prefix term would be
     merged again for every hit.  bench/RESULTS.md, section "page", measures
     both shapes."""
+    from .indexing import fts_segments  # here: indexing imports APSW, which load() alone does not need
+
     return (bound >= SEEK_MIN_BOUND and not _has_prefix(p.match)
             and fts_segments(conn, table(p.fts_route)) == 1)
 

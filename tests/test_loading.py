@@ -281,3 +281,14 @@ def test_cffi_module_links_to_the_plain_library_instead_of_carrying_the_code():
                         "cjk_variant_count", "cjk_variant_pair", "cjk_range_count", "cjk_range_bound",
                         "cjk_check_args", "cjk_classify_utf32", "cjk_version", "cjk_is_extender",
                         "cjk_snippet_work_size", "cjk_snippet_window"}
+
+
+def test_the_package_imports_where_apsw_is_missing():
+    # load() alone works on the stdlib sqlite3: importing the package imported APSW
+    code = ("import sys; sys.modules['apsw'] = None\n"
+            "import cjk_tokenizer, sqlite3\n"
+            "print(cjk_tokenizer.is_cjk('项'), cjk_tokenizer.loadable_path().endswith('.so'))\n"
+            "print(cjk_tokenizer.fold('ｶﾞ') == 'ガ')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "True" in proc.stdout and "Traceback" not in proc.stderr
