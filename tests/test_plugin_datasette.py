@@ -189,6 +189,21 @@ def test_the_canned_query_ranks_as_search_does(tmp_path):
     assert [r["message_id"] for r in resp.json()] == want
 
 
+def test_the_canned_query_puts_sessions_whose_best_hits_tie_newest_first(tmp_path):
+    # equal best scores put the sessions in the order of their ids
+    from cjk_tokenizer import Archive
+
+    hosts.require_loading()
+    path = tmp_path / "ties.db"
+    with Archive(path) as ar:
+        for sid in ("a-old", "m-mid", "z-new"):
+            ar.add_message(sid, "user", "部署 完成")
+        want = [h.session_id for h in ar.search("部署")]
+    assert want == ["z-new", "m-mid", "a-old"]
+    resp, = _get([path], "/ties/cjk_search.json?q=部署&reasoning=&_shape=array")
+    assert [r["session_id"] for r in resp.json()] == want
+
+
 def test_a_search_column_that_does_not_exist_is_said_not_ignored(archive, ask):
     # a misspelt _search_<column> searched nothing and showed every row
     resp, = ask("messages.json?_search_contents=部署&_shape=array")

@@ -396,7 +396,11 @@ SELECT m.session_id, s.title,
 FROM hits AS h
 JOIN messages AS m ON m.id = h.id
 JOIN sessions AS s ON s.id = m.session_id
-ORDER BY min(h.score) OVER (PARTITION BY m.session_id), m.session_id, h.score, m.id DESC"""
+ORDER BY min(h.score) OVER (PARTITION BY m.session_id),
+         first_value(m.id) OVER (PARTITION BY m.session_id ORDER BY h.score, m.id DESC) DESC,
+         h.score, m.id DESC"""
+# Sessions in the order of their best hits, ranked as search ranks hits (score, ties
+# newest first); within a session its hits in that order.
 
 
 @hookimpl
