@@ -15,7 +15,7 @@ def host_report() -> list[tuple[str, str, bool]]:
 
     from . import _native
     from .errors import ExtensionError
-    from .loader import load, loadable_path
+    from .loader import load, loadable_path, shell_load
 
     rows = []
     rows.append(("APSW", f"{apsw.apsw_version()} with SQLite {apsw.sqlite_lib_version()}", True))
@@ -58,7 +58,7 @@ def host_report() -> list[tuple[str, str, bool]]:
     if shell and path:
         try:
             out = subprocess.run(
-                [shell, ":memory:", "-cmd", f".load {path}",
+                [shell, ":memory:", "-cmd", shell_load(path),
                  "CREATE VIRTUAL TABLE t USING fts5(x, tokenize='cjk_unicode61'); SELECT sqlite_version();"],
                 capture_output=True, text=True, timeout=20)
             ok = out.returncode == 0

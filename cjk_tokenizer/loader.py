@@ -32,6 +32,12 @@ def loadable_path() -> str:
     raise ExtensionError(f"the plain loadable library is missing from {here}; reinstall cjk-tokenizer")
 
 
+def shell_load(path: str) -> str:
+    """The sqlite3 shell's command loading ``path``: quoted, so that a path with
+    spaces is one argument (the shell splits an unquoted one at the first)."""
+    return '.load "' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def _extension_file() -> str:
     """The file load() hands SQLite: one the imported cffi module keeps mapped."""
     path = _native.module_path()
@@ -82,10 +88,12 @@ def load(conn: C) -> C:
     the reason when the extension cannot be loaded here.
     """
     path = _extension_file()
-    module = type(conn).__module__.split(".")[0]
-    if module == "apsw":
+    # by class, subclasses included (sqlite3.connect(factory=...), a subclass of
+    # apsw.Connection); a module already imported is the only one conn can come from
+    apsw, sqlite3 = sys.modules.get("apsw"), sys.modules.get("sqlite3")
+    if apsw is not None and isinstance(conn, apsw.Connection):
         _load_apsw(conn, path)
-    elif module in ("sqlite3", "_sqlite3"):
+    elif sqlite3 is not None and isinstance(conn, sqlite3.Connection):
         _load_stdlib(conn, path)
     else:
         raise ExtensionError(f"cannot load into a {type(conn).__module__}.{type(conn).__name__}; "

@@ -292,3 +292,41 @@ def test_the_package_imports_where_apsw_is_missing():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "True" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_load_takes_subclasses_of_either_connection(tmp_path):
+    # it read the class's module, so a factory= connection or a subclass was refused
+    class MyApsw(apsw.Connection):
+        pass
+
+    conn = cjk_tokenizer.load(MyApsw(":memory:"))
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='cjk_unicode61')")
+    conn.execute("INSERT INTO t VALUES ('大别山项目管理')")
+    assert conn.execute("SELECT rowid FROM t WHERE t MATCH '\"项目\"'").fetchall() == [(1,)]
+
+    class MyConn(sqlite3.Connection):
+        pass
+
+    plain = sqlite3.connect(":memory:", factory=MyConn)
+    if not hasattr(plain, "enable_load_extension"):
+        with pytest.raises(ExtensionError, match="without extension loading"):  # the documented reason
+            cjk_tokenizer.load(plain)
+    else:
+        assert cjk_tokenizer.load(plain) is plain
+
+
+def test_the_shell_loads_the_library_from_a_path_with_spaces(tmp_path, sqlite3_shell, monkeypatch):
+    # doctor passed the path unquoted: the shell cut it at the first space and doctor said BAD
+    import cjk_tokenizer.loader as loader
+    from cjk_tokenizer.doctor import host_report
+
+    folder = tmp_path / "dir with spaces" / "中文 路径 \"é\""
+    folder.mkdir(parents=True)
+    copy = folder / os.path.basename(cjk_tokenizer.loadable_path())
+    shutil.copy(cjk_tokenizer.loadable_path(), copy)
+    proc = subprocess.run([sqlite3_shell, ":memory:", "-cmd", loader.shell_load(str(copy)),
+                           "SELECT count(*) > 0 FROM cjk_version"], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "1"), proc.stderr
+    monkeypatch.setattr(loader, "loadable_path", lambda: str(copy))
+    shell_row, = [r for r in host_report() if r[0].startswith("sqlite3 shell")]
+    assert shell_row[2] and "loads" in shell_row[1], shell_row

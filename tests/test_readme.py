@@ -33,3 +33,17 @@ def test_shell_example_answers_as_commented(tmp_path, sqlite3_shell):
     assert lines[3] == "東京の[天気]"
     assert lines[4].startswith('{"matched_in":["body"]') and '"snippet":"大别山**项目**管理系统"' in lines[4]
     assert lines[5:] == ["1"]  # cjk_rank orders the matches
+
+
+def test_the_shell_command_runs_as_written(tmp_path, sqlite3_shell):
+    import os
+    import sys
+
+    command = _block("bash", "sqlite3 -cmd").split("#")[0].strip()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.path.dirname(sqlite3_shell)}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.run(["bash", "-c", command], input="SELECT count(*) > 0 FROM cjk_version;", cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "1"), proc.stderr
