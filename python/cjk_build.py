@@ -32,6 +32,7 @@ import sysconfig
 from setuptools import Extension
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
+from setuptools.command.sdist import sdist
 
 PLAIN_LIB = "cjk_tokenizer.libcjk_unicode61"
 CFFI_MODULE = "cjk_tokenizer._cjk_unicode61"
@@ -87,6 +88,21 @@ def _is_rpath_flag(arg):
     return arg.startswith(("-Wl,-rpath", "-Wl,--rpath", "-Wl,-R", "-Wl,--enable-new-dtags,-rpath"))
 
 
+def _without_rpaths(args):
+    """``args`` less every rpath: ``-Wl,-rpath,<dir>``, and the two-argument form
+    ``-Wl,-rpath -Wl,<dir>`` (libtool's) whole, whose folder alone would reach the
+    linker as an input file."""
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif _is_rpath_flag(arg):
+            skip = arg in ("-Wl,-rpath", "-Wl,--rpath", "-Wl,-R")
+        else:
+            out.append(arg)
+    return out
+
+
 class BuildExt(build_ext):
     """Adds the cffi module next to the plain library, with the same sources and flags.
 
@@ -122,7 +138,7 @@ class BuildExt(build_ext):
         # build machine that would ship in both objects' RUNPATH, searched
         # before the cffi module's $ORIGIN.  Neither object needs libpython.
         if sys.platform.startswith("linux"):
-            self.compiler.linker_so = [a for a in self.compiler.linker_so if not _is_rpath_flag(a)]
+            self.compiler.linker_so = _without_rpaths(self.compiler.linker_so)
         super().build_extensions()
 
     def _link_to_plain_library(self, ext):
@@ -179,3 +195,13 @@ class BdistWheel(bdist_wheel):
         if not self.py_limited_api and limited_api_available():
             self.py_limited_api = LIMITED_API
         super().finalize_options()
+
+
+class Sdist(sdist):
+    """The sdist without tests/: setuptools adds its test*.py files, but they need the rest of
+    the folder, bench/ and csrc/fuzz/ (megabytes of fuzz corpus), so an sdist holding them
+    could not run them.  The tests run from a checkout (tests/run_all.sh)."""
+
+    def make_release_tree(self, base_dir, files):
+        # the list comes from egg_info's manifest, which adds them after any pruning here
+        super().make_release_tree(base_dir, [f for f in files if not f.replace(os.sep, "/").startswith("tests/")])
