@@ -511,12 +511,16 @@ typedef struct InstIter {
   int iPhrase, iOff;  /* its phrase and first token position */
 } InstIter;
 
+/* Past the last instance iPhrase and iOff are -1: never read then (callers
+** test i < nInst first), but defined, so no compiler sees them unset. */
 static void instSeek(InstIter *it) {
   const InstTable *t = it->t;
   while (it->i < t->nInst && t->aInst[it->i * 3 + 1] != it->iCol) it->i++;
   if (it->i < t->nInst) {
     it->iPhrase = t->aInst[it->i * 3];
     it->iOff = t->aInst[it->i * 3 + 2];
+  } else {
+    it->iPhrase = it->iOff = -1;
   }
 }
 
