@@ -57,8 +57,11 @@ def export(archive, out, *, session_id=None, format: str = "jsonl") -> int:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
     write = _jsonl if format == "jsonl" else _markdown
     n = 0
-    for session in _sessions(archive, session_id):
-        n += write(archive, session, out)
+    # one snapshot: the archive as one commit left it, whatever other processes write
+    # meanwhile (read page by page, it matched no state the archive was ever in)
+    with archive.reading():
+        for session in _sessions(archive, session_id):
+            n += write(archive, session, out)
     return n
 
 

@@ -749,7 +749,12 @@ class Indexes:
         late = sum(behind(conn, r, cap=limit) for r, (s, _) in states(conn).items()
                    if s in ("stale", "building") and self._available(r))
         if late <= limit:
-            self.catch_up()
+            try:
+                self.catch_up()
+            except apsw.BusyError:
+                # another process holds the write lock past busy_timeout: opening is for
+                # reading too, which WAL never makes wait; the next open or write catches up
+                pass
 
     def _catchable(self, route) -> list[str]:
         st = states(self._ar.conn)

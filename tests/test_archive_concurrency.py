@@ -139,3 +139,59 @@ def test_a_search_sees_another_connections_rebuild_start_whole_or_not_at_all(tmp
         reader.indexes.served = served
         hits = reader.search("重建测试", sort="newest", limit=100)  # building: not served, the scan answers
         assert [h.message_id for h in hits] == ids[::-1] and {h.route for h in hits} == {"scan"}
+
+
+def test_opening_to_read_while_another_process_holds_the_write_lock_does_not_fail(tmp_path):
+    # an index one row behind made the open catch it up, which needs the write lock:
+    # a raw apsw.BusyError after busy_timeout, although reading never waits in WAL
+    import subprocess
+    import warnings
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "部署成功")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with Archive(path, extension=False) as bare:
+            bare.add_message("s", "user", "回滚完成")  # the cjk index is now one row behind
+    holder = subprocess.Popen([sys.executable, "-c", "import apsw, sys, time; c = apsw.Connection(sys.argv[1]); "
+                               "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(30)", str(path)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with Archive(path, busy_timeout=0.5) as ar:
+            assert ar.indexes.status()["cjk"]["status"] == "stale"
+            assert [h.message_id for h in ar.search("回滚")] == [2]  # the scan route, exact
+    finally:
+        holder.kill()
+        holder.wait()
+    with Archive(path) as ar:  # the next open catches up
+        assert ar.indexes.status()["cjk"]["status"] == "live" and [h.message_id for h in ar.search("回滚")] == [2]
+
+
+def test_an_export_is_one_snapshot_while_another_process_writes(tmp_path):
+    # read page by page, it mixed states: a message committed after an earlier one it
+    # depends on could be in the file without it
+    import io
+
+    import apsw
+
+    import cjk_tokenizer
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        for sid in ("a", "b"):
+            ar.add_message(sid, "user", f"{sid} first")
+        other = cjk_tokenizer.load(apsw.Connection(str(path)))
+
+        class WritesAsItGoes(io.StringIO):
+            def write(self, text):
+                # each line written, another process commits one message to each session
+                other.execute("INSERT INTO messages(session_id, role, content) VALUES ('a', 'user', 'later a'), "
+                              "('b', 'user', 'later b')")
+                return super().write(text)
+
+        out = WritesAsItGoes()
+        assert ar.export(out) == 2
+        assert "later" not in out.getvalue()
+        other.close()

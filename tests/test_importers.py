@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -719,3 +720,98 @@ def test_add_openai_message_drops_no_value_that_another_field_names(tmp_path):
         m = ar.get_message(ar.add_openai_message("s", {"role": "user", "content": "x", "metadata": {"foo": 1, "k": 2},
                                                        "foo": 2, "k": 2, "bar": 3}))
         assert m["metadata"] == {"foo": 1, "k": 2, "bar": 3, "message_fields": {"foo": 2}}
+
+
+def test_a_copied_transcript_imported_while_its_original_imports_is_stored_once(tmp_path, monkeypatch):
+    # two imports at once (a cron sync and an import of the archived copy): each checked
+    # the other's keys before the other committed them, and both stored the lines
+    from cjk_tokenizer.importers import driver
+
+    proj, path = _claude_project(tmp_path)
+    copy = tmp_path / "archived" / "copy.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(path, copy)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        first = ar.import_source(str(path))
+        assert first.messages > 0
+        # the second import read the other file's keys before the first committed them
+        monkeypatch.setattr(driver._Run, "_imported_elsewhere", lambda self, src, key: None)
+        second = ar.import_source(str(copy))
+        assert (second.messages, len(second.sessions)) == (0, 0), second.summary()
+        assert second.unchanged == first.messages and ar.count_messages() == first.messages
+
+
+def test_a_hermes_rewrite_between_reading_its_ids_and_its_rows_adds_nothing(tmp_path, hermes_state, monkeypatch):
+    # the ids and the rows were read in two snapshots: a /retry between them made every
+    # re-inserted row look new, and the whole transcript was stored again
+    from pathlib import Path
+
+    from cjk_tokenizer.importers import hermes
+
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("h2", "cli")
+    for k in range(5):
+        writer.append_message("h2", "user", f"第{k}条消息", timestamp=1764100000.0 + k)
+    writer.close()
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(db)
+        real_keys = hermes.keys
+
+        def keys_then_rewrite(src):
+            found = real_keys(src)
+            # Hermes in its own process, as it runs (two SQLite libraries in one process do
+            # not see each other's locks: its closing checkpoint would pull the pages away)
+            rewrite = ("import sys, hermes_state; from pathlib import Path\n"
+                       "db = hermes_state.SessionDB(db_path=Path(sys.argv[1]))\n"
+                       "db.replace_messages('h2', db.get_messages_as_conversation('h2')); db.close()\n")
+            proc = subprocess.run([sys.executable, "-c", rewrite, db], capture_output=True, text=True, timeout=60)
+            assert proc.returncode == 0, proc.stderr
+            return found
+
+        monkeypatch.setattr(hermes, "keys", keys_then_rewrite)
+        report = ar.sync()
+        assert report.messages == 0 and ar.count_messages() == 5, report.summary()
+        monkeypatch.undo()
+        report = ar.sync()  # now the rewrite is seen whole: its new ids stand for the old rows
+        assert report.messages == 0 and report.unchanged == 5 and ar.count_messages() == 5
+
+
+def test_a_hermes_database_locked_for_a_moment_is_waited_for(tmp_path, hermes_state):
+    # a rollback-journal state.db locked by Hermes: "cannot tell its format", or "database is locked"
+    import threading
+    import time
+
+    db = str(tmp_path / "state.db")
+    fx.write_hermes(db, hermes_state)
+    conn = apsw.Connection(db)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.execute("BEGIN EXCLUSIVE")
+    released = threading.Timer(1.0, lambda: conn.execute("COMMIT"))
+    released.start()
+    try:
+        t0 = time.monotonic()
+        with Archive(str(tmp_path / "a.db")) as ar:
+            report = ar.import_source(db)
+        assert report.messages == 5 and not report.bad and time.monotonic() - t0 >= 0.9, report.summary()
+    finally:
+        released.join()
+        conn.close()
+
+
+def test_a_transcript_line_still_being_written_is_not_a_bad_record(tmp_path):
+    # an agent writing its transcript leaves the last line unfinished: the import failed (status 1)
+    lines = [json.dumps({"session_id": "s", "role": "user", "content": f"第{k}条"}) for k in range(3)]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15], encoding="utf-8")
+    db = str(tmp_path / "a.db")
+    proc = cli("import", db, str(path), "--format", "openai")
+    assert proc.returncode == 0 and "unfinished last line 1" in proc.stdout, (proc.stdout, proc.stderr)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Archive(db) as ar:
+        assert ar.sync().messages == 1
+        assert [m["content"] for m in ar.messages_of("s")] == ["第0条", "第1条", "第2条"]
+    path.write_text("\n".join(lines) + "\n" + "{not json\n", encoding="utf-8")  # a finished line is bad
+    with Archive(db) as ar:
+        assert ar.sync().bad == [f"{path}:4: not valid JSON (Expecting property name enclosed in double quotes "
+                                 "at column 2)"]

@@ -95,6 +95,9 @@ class Source:
         return base[:-6] if base.endswith(".jsonl") else base
 
 
+UNFINISHED = "unfinished last line"  # a Skip kind (json_lines)
+
+
 def json_lines(src: Source):
     """Yield ``(line_number, obj)``; ``obj`` is a dict or a :class:`Skip` of kind "bad".
 
@@ -113,6 +116,11 @@ def json_lines(src: Source):
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
+                if not raw.endswith(b"\n"):
+                    # the last line, not finished: an agent still writing its transcript.
+                    # Not a bad record: the next import or sync reads it whole.
+                    yield number, Skip(UNFINISHED, number)
+                    continue
                 # exc.msg may end in "at", the position being left to str(exc)
                 where = f"{'' if exc.msg.endswith(' at') else ' at'} column {exc.colno}"
                 yield number, Skip("bad", number, f"not valid JSON ({exc.msg}{where})")

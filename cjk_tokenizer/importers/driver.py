@@ -340,6 +340,9 @@ class _Run:
                 taken = {r[0] for r in conn.execute(
                     "SELECT key FROM imported WHERE source_id = ? AND key IN (SELECT value FROM json_each(?))",
                     (source_id, json.dumps([key for key, _, _ in batch], ensure_ascii=False)))}
+                # and so may an import of another file holding them (a moved or copied
+                # transcript) under keys that name a record wherever it lies (_imported_elsewhere)
+                taken |= self._taken_elsewhere(src, source_id, [b for b in batch if b[0] not in taken])
                 todo = [b for b in batch if b[0] not in taken]
                 flat = [row for _, _, rows in todo for row in rows]
                 ids = iter(())
@@ -361,9 +364,10 @@ class _Run:
                                  "SELECT source_id, ?, digest, first_id, count FROM imported "
                                  "WHERE source_id = ? AND key = ?",
                                  [(new, source_id, old) for new, old in aliases])
-                return len(flat), len(taken)
+                return len(flat), len(taken), {row.session_id for row in flat}
 
-            stored, taken = self.ar._write(work)  # work may run twice (see Archive._write)
+            stored, taken, sessions = self.ar._write(work)  # work may run twice (see Archive._write)
+            self.report.sessions.update(sessions)
             self.report.messages += stored
             self.report.unchanged += taken
             if self.aside is not None:
@@ -406,6 +410,20 @@ class _Run:
                                    "WHERE i.key = ? AND s.format = ? LIMIT 1", (key, src.fmt)).fetchone()
         return None if row is None else row[0]
 
+    def _taken_elsewhere(self, src: Source, source_id: int, batch: list) -> set:
+        """Keys of ``batch`` (key, digest, rows) another file of this format has
+        stored, as _record would have found them before the batch was made."""
+        anywhere = getattr(FORMATS[src.fmt], "global_key", None)
+        wanted = [(key, digest) for key, digest, _ in batch if anywhere is not None and anywhere(key)]
+        if not wanted:
+            return set()
+        found = dict(self.ar.conn.execute(
+            "SELECT i.key, i.digest FROM imported i JOIN import_sources s ON s.id = i.source_id "
+            "WHERE s.format = ? AND i.source_id != ? AND i.key IN (SELECT value FROM json_each(?))",
+            (src.fmt, source_id, json.dumps([key for key, _ in wanted], ensure_ascii=False))))
+        positional = getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False)
+        return {key for key, digest in wanted if key in found and (found[key] == digest or not positional)}
+
     def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list, gone: dict,
                 aliases: list) -> None:
         digest = _digest(rec.messages)
@@ -436,8 +454,7 @@ class _Run:
             return
         known[rec.key] = digest
         batch.append((rec.key, digest, rows))
-        for row in rows:
-            self.report.sessions.add(row.session_id)
+        for row in rows:  # the sessions a flush stores rows in count as imported into (flush)
             size[0] += 1
             size[1] += row.text_chars()
 

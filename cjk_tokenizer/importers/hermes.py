@@ -47,10 +47,16 @@ def is_sqlite(path: str) -> bool:
         return False
 
 
+# Hermes may hold its database's lock for a moment (a rollback-journal state.db
+# locks readers out while it writes): wait for it as long as an archive waits.
+BUSY_TIMEOUT_MS = 10_000
+
+
 def open_readonly(path: str) -> apsw.Connection:
     uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
     try:
         conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except apsw.Error as exc:
         raise ImportFileError(f"{path}: cannot open as SQLite read-only ({exc})") from None
@@ -82,14 +88,20 @@ def detect_db(path: str) -> bool:
 
 
 def keys(src) -> set:
-    """The identities of the messages the source holds now."""
+    """The identities of the messages the source holds now.
+
+    Read in the snapshot ``read`` then reads the messages from (the connection
+    stays open on ``src`` for it): Hermes rewriting its transcript between the
+    two reads would make the rows it re-inserted look new, not rows that moved."""
     conn = open_readonly(src.read_path)
     try:
-        return {str(r[0]) for r in conn.execute("SELECT id FROM messages")}
+        conn.execute("BEGIN")
+        found = {str(r[0]) for r in conn.execute("SELECT id FROM messages")}
     except apsw.Error as exc:
-        raise ImportFileError(f"{src.name}: reading the Hermes database failed ({exc})") from None
-    finally:
         conn.close()
+        raise ImportFileError(f"{src.name}: reading the Hermes database failed ({exc})") from None
+    src.hermes_snapshot = conn
+    return found
 
 
 def _texts(value, out: list) -> list:
@@ -171,11 +183,15 @@ def _decoded(r: dict) -> dict:
 
 
 def read(src):
-    conn = open_readonly(src.read_path)
+    conn = getattr(src, "hermes_snapshot", None)  # keys() read the ids in it
+    src.hermes_snapshot = None
+    if conn is None:
+        conn = open_readonly(src.read_path)
     try:
+        if not conn.in_transaction:
+            conn.execute("BEGIN")  # one snapshot for the whole read
         if not {"session_id", "role"} <= _columns(conn, "messages"):
             raise ImportFileError(f"{src.name}: not a Hermes state.db (no messages table with session_id, role)")
-        conn.execute("BEGIN")  # one snapshot for the whole read
         s_cols = ("id", "title", "source", "started_at", "ended_at") + _SESSION_META
         for row in _select(conn, "sessions", s_cols, "started_at, id"):
             r = dict(zip(s_cols, row))
