@@ -35,9 +35,10 @@ Decisions callers rely on:
   is then one doclist lookup, not a prefix query over every bigram starting
   with it.  An existing cjk table keeps its DDL, so an archive created
   without it is tokenized as before; search asks the DDL which it is.
-* ``cjk_prefix=True`` gives a newly created cjk index FTS5's ``prefix='1'``
-  (see ``schema.fts_ddl``): one-character queries stay fast on big archives
-  for about half again the cjk index's size.  Off by default.
+* ``cjk_prefix=True`` adds FTS5's ``prefix='1'`` to a newly created cjk index
+  (see ``schema.fts_ddl``), for other tools' raw ``"X"*`` queries; search
+  reads one character as its unigram (``cjk_unigrams``) and does not use it,
+  so it only adds size.  Off by default.
 * ``indexes``: for a new archive the routes to build (default: cjk and
   unicode61; trigram is opt-in; unicode61 is required).  For an existing archive None
   means "as configured"; a given set adds missing indexes (filled by
@@ -367,6 +368,14 @@ class Archive:
             others = conn.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
             ).fetchall()
+            names = {name for (name,) in others}
+            if {"sessions", "messages", "index_state"} <= names:
+                # an archive restored from the sqlite3 shell's .dump, which leaves user_version out
+                ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (FTS_INDEXES["cjk"][0],)).fetchone()
+                want = schema_version_of(ddl[0] if ddl else "")
+                raise ArchiveError(f"{self.path} has an archive's tables but no schema version (a copy restored "
+                                   "from a .dump has none); if it is a cjk_tokenizer archive, set it with "
+                                   f"sqlite3 {self.path} 'PRAGMA user_version = {want}'")
             if others:
                 raise ArchiveError(f"{self.path} is a SQLite database but not a cjk_tokenizer archive "
                                    f"(it has tables such as {others[0][0]!r})")

@@ -5,7 +5,7 @@ Errors are one line on stderr and a non-zero exit (1: the operation failed,
 2: bad command-line usage); long operations draw a progress bar on stderr.
 Output cut short by the reader (``… | head``) ends the command quietly with
 exit status 141, as SIGPIPE ends standard tools.  The read commands (search,
-explain, doctor) never create or convert a file, and read an archive they
+explain, doctor) never create a file or make one an archive, and read an archive they
 cannot write (read-only file, folder or mount) read-only.  A query that
 starts with ``-`` (an exclusion such as ``-部署``) is taken as the query, not
 as an option.

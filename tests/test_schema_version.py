@@ -144,3 +144,20 @@ def test_a_refused_fold_variants_open_changes_nothing(tmp_path):
         Archive(path, fold_variants=True, indexes=("cjk", "unicode61", "trigram"))
     with Archive(path) as ar:
         assert set(ar.indexes.status()) == {"cjk", "unicode61"}
+
+
+def test_an_archive_restored_from_a_dump_says_how_to_open_it(tmp_path, sqlite3_shell):
+    # the shell's .dump leaves user_version out: the copy was called "not a cjk_tokenizer archive"
+    import subprocess
+
+    path, copy = tmp_path / "a.db", tmp_path / "restored.db"
+    with Archive(path) as ar:
+        ar.add_message("s", "user", "部署失败了")
+    dump = subprocess.run([sqlite3_shell, str(path), ".dump"], capture_output=True, text=True, timeout=60).stdout
+    subprocess.run([sqlite3_shell, str(copy)], input=dump, capture_output=True, text=True, timeout=60, check=True)
+    with pytest.raises(ArchiveError, match=r"no schema version .* 'PRAGMA user_version = 2'") as err:
+        Archive(copy)
+    assert "\n" not in str(err.value)
+    subprocess.run([sqlite3_shell, str(copy), "PRAGMA user_version = 2"], check=True, timeout=60)
+    with Archive(copy) as ar:
+        assert [h.message_id for h in ar.search("部署")] == [1]
