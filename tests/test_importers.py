@@ -432,6 +432,23 @@ def test_a_piped_hermes_database_is_refused_and_leaves_no_file_behind(tmp_path, 
     assert os.listdir(spool_dir) == []
 
 
+def test_a_piped_import_killed_leaves_its_spool_for_the_next_one_to_remove(tmp_path):
+    # kill -9 ran no cleanup: the whole piped history stayed in $TMPDIR for good
+    spool_dir = tmp_path / "tmp"
+    spool_dir.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = spool_dir / f"cjk-import-{gone.stdout.strip()}-abc.jsonl"  # a process that has ended
+    alive = spool_dir / f"cjk-import-{os.getpid()}-def.jsonl"  # a running import's (this process)
+    for p in (dead, alive):
+        p.write_text("{}\n")
+    data = "\n".join(json.dumps(line, ensure_ascii=False) for line in fx.codex_lines()) + "\n"
+    proc = subprocess.run([sys.executable, "-m", "cjk_tokenizer", "import", str(tmp_path / "a.db"), "-"], input=data,
+                          capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": ROOT, "TMPDIR": str(spool_dir)})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.listdir(spool_dir)) == [alive.name]
+
+
 def test_bad_lines_are_counted_reported_1_based_and_never_half_imported(tmp_path):
     path = fx.write_jsonl(str(tmp_path / "c.jsonl"), [
         *fx.claude_lines()[:3],

@@ -29,6 +29,7 @@ while this thread merges the others.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -212,9 +213,28 @@ def _remove_spool(path: str) -> None:
             pass
 
 
+_SPOOL_PREFIX = "cjk-import-"
+
+
+def _sweep_spools() -> None:
+    """Remove the spools of stdin imports whose process is gone (killed: nothing ran its
+    cleanup).  A spool's name carries its process id."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"{_SPOOL_PREFIX}*-*.jsonl")):
+        pid = os.path.basename(path)[len(_SPOOL_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            _remove_spool(path)
+        except OSError:  # alive, another user's: not ours to judge
+            pass
+
+
 def _stdin_source(fmt: str) -> Source:
     """Standard input, spooled to a temporary file so it can be detected and measured."""
-    spool = tempfile.NamedTemporaryFile(prefix="cjk-import-", suffix=".jsonl", delete=False)
+    _sweep_spools()
+    spool = tempfile.NamedTemporaryFile(prefix=f"{_SPOOL_PREFIX}{os.getpid()}-", suffix=".jsonl", delete=False)
     with spool:
         shutil.copyfileobj(sys.stdin.buffer, spool)
     found = detect_file(spool.name) if fmt == "auto" else fmt
