@@ -254,6 +254,7 @@ class Archive:
                 raise ValueError(f"{name} must be a number >= 0, not {value!r}"[:200])
         self.fold_variants = False
         self._lock = threading.RLock()
+        self._reading = 0  # depth of reading() blocks (_check_writable)
         # cjk_prefix and cjk_unigrams are used when a cjk table is created (schema.fts_ddl)
         self.indexes = Indexes(self, prefix=bool(cjk_prefix), unigrams=bool(cjk_unigrams))
         self._conn = None
@@ -341,6 +342,11 @@ class Archive:
     def _check_writable(self, what: str) -> None:
         if self.readonly:
             raise ArchiveError(f"{self.path} is open read-only ({self._readonly_why}): cannot {what}")
+        if self._reading:
+            # its snapshot cannot become a write once another process has committed (SQLite
+            # answers "database is locked" at once, without waiting)
+            raise ArchiveError(f"{self.path}: cannot {what} inside archive.reading(), which holds one read "
+                               "snapshot; write after its with block")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -803,7 +809,11 @@ class Archive:
         processes write meanwhile (WAL lets them).  Hold it briefly: a long read keeps
         the write-ahead log from being checkpointed."""
         with self._lock, snapshot(self._conn):
-            yield self
+            self._reading += 1
+            try:
+                yield self
+            finally:
+                self._reading -= 1
 
     def count_by_session(self, query: str, session_ids: Iterable[str], *, include_reasoning: bool = False,
                          roles: Iterable[str] | None = None, after: float | str | None = None,

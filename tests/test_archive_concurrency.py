@@ -195,3 +195,23 @@ def test_an_export_is_one_snapshot_while_another_process_writes(tmp_path):
         assert ar.export(out) == 2
         assert "later" not in out.getvalue()
         other.close()
+
+
+def test_a_write_inside_reading_is_a_clear_error(tmp_path):
+    # its snapshot cannot take a write once another connection committed: a raw
+    # "database is locked" at once, though nothing held a lock
+    from cjk_tokenizer.archive import ArchiveError
+
+    path = tmp_path / "a.db"
+    with Archive(path) as a, Archive(path) as b:
+        a.add_message("s", "user", "部署")
+        with a.reading():
+            assert a.search("部署")
+            b.add_message("s", "user", "回滚")
+            try:
+                a.add_message("s", "user", "写不进去")
+                raise AssertionError("the write went through")
+            except ArchiveError as exc:
+                assert "inside archive.reading()" in str(exc)
+            assert len(a.search("回滚")) == 0  # still the snapshot
+        assert a.add_message("s", "user", "之后可以") == 3 and len(a.search("回滚")) == 1
