@@ -111,9 +111,16 @@ _INSERT_MSG = f"INSERT INTO messages({_COLS}) VALUES ({', '.join('?' for _ in ME
 # Read back as records.stored_text/stored_time read them: a row another tool wrote
 # may hold text that is not UTF-8, a BLOB, or a time that is not a number.
 _TIMES = ("timestamp", "started_at", "last_active")
-_MSG_COLS = ", ".join(["id", *(c if c in _TIMES else records.read_sql(c) for c in MESSAGE_COLUMNS)])
+_NUMBERS = (*_TIMES, "message_count")
+
+
+def _read_sql(column: str) -> str:
+    return records.read_number_sql(column) if column in _NUMBERS else records.read_sql(column)
+
+
+_MSG_COLS = ", ".join(["id", *map(_read_sql, MESSAGE_COLUMNS)])
 _SESSION_KEYS = ("id", "title", "source", "started_at", "metadata", "message_count", "last_active")
-_SESSION_COLS = ", ".join(c if c in _TIMES or c == "message_count" else records.read_sql(c) for c in _SESSION_KEYS)
+_SESSION_COLS = ", ".join(map(_read_sql, _SESSION_KEYS))
 
 
 def _maybe_json(value):
@@ -136,7 +143,7 @@ def _maybe_json(value):
 
 
 def _read(keys, row) -> dict:
-    return {k: records.stored_time(v) if k in _TIMES else records.stored_text(v) for k, v in zip(keys, row)}
+    return {k: records.stored_time(v) if k in _NUMBERS else records.stored_text(v) for k, v in zip(keys, row)}
 
 
 def _message(row) -> dict:

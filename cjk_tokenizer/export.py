@@ -86,7 +86,10 @@ def _jsonl(archive, session, out) -> int:
 def _when(ts) -> str:
     if ts is None:
         return ""
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):  # a time another tool stored, past what a date can say
+        return f"{ts} (epoch seconds)"
 
 
 def _fence(text: str) -> str:

@@ -193,8 +193,10 @@ def _needs_change(conn, route: str, status: str, available: bool, demote: bool) 
     if not available:
         if not exists:
             return status != "absent" or not _triggers_ok(conn, route, "absent")
-        if status == "live":
-            return demote
+        if status == "live" and demote:
+            return True
+        # a live index whose triggers an older release made gets this release's (creating
+        # a trigger needs no tokenizer), so a writer with the extension keeps it exact
         return not _triggers_ok(conn, route, status)
     if not exists or status == "absent":
         return True
@@ -249,7 +251,7 @@ def reconcile(conn, *, extension_loaded: bool, prefix: bool = False, demote: boo
                 _set_state(conn, route, "absent", 0)
                 _set_triggers(conn, route, "absent")
             elif not available:
-                if status == "live":
+                if status == "live" and demote:
                     _make_stale(conn, route)
                     went_stale.append(route)
                 else:

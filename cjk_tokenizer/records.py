@@ -77,13 +77,26 @@ def read_sql(column: str) -> str:
     return f"CAST({column} AS BLOB)"
 
 
+def read_number_sql(column: str) -> str:
+    """SQL reading a number column: a number as it is, anything else (text another tool
+    wrote there, maybe not UTF-8) as its bytes, for stored_time."""
+    return f"CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} ELSE {read_sql(column)} END"
+
+
 def stored_text(value):
     """A text column's value read through read_sql, as a str (or None)."""
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def stored_time(value):
-    """A stored time as a finite float, or None (also for one that is not a number)."""
+    """A stored time as a finite number, or None: text another tool wrote is read by the
+    time rule (timeutil.py: "2024-05-01T08:30:00Z", "1714552200"), and what that refuses
+    (or Infinity, NaN) is no time."""
+    if isinstance(value, (bytes, str)):
+        try:
+            return epoch_seconds(stored_text(value), "timestamp")
+        except TimeValueError:
+            return None
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return value
     return None
@@ -243,7 +256,7 @@ def metadata_(value):
     """A dict of extra fields as JSON text; None or {} store nothing.  Text, a
     list or a number (what another tool may have stored, read back and
     exported as it is) is stored as given, as tool_calls are."""
-    if value is None or value == {}:
+    if value is None or value == {} or value == [] or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (dict, str, list, int, float)):
         raise InputError(f"metadata must be a dict or None, not {type(value).__name__}")

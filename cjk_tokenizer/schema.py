@@ -179,7 +179,9 @@ CREATE TABLE IF NOT EXISTS fts_backlog (
 # replaces without firing DELETE triggers, unless the writer turned PRAGMA
 # recursive_triggers on, so every index and the session's count would keep it.
 # A BEFORE trigger saves the row about to be replaced here, and the AFTER
-# triggers of that write take it out of the indexes and the counts.  A saved
+# triggers of that write take it out of the indexes and the counts.  Where
+# recursive_triggers is on, the DELETE triggers do that for the replaced row,
+# and take its saved copy away (messages_session_ad), so it is not done twice.  A saved
 # row outlives its write only when the write did not happen (OR IGNORE, a
 # failed statement); only a later write of the same id reads it, and that
 # write's BEFORE trigger has replaced it first, so a stale row is never read.
@@ -192,6 +194,13 @@ CREATE TABLE IF NOT EXISTS messages_replaced (
 _SAVE_REPLACED = f"""DELETE FROM messages_replaced WHERE msg_id = new.id;
     INSERT INTO messages_replaced(msg_id, session_id, {', '.join(FTS_COLUMNS)})
     SELECT id, session_id, {', '.join(FTS_COLUMNS)} FROM messages WHERE id = new.id;"""
+def _changed(*columns: str) -> str:
+    """A trigger's WHEN: the update moved the id or changed one of ``columns``.  Not
+    ``UPDATE OF``, which names columns: an update of the id through rowid, oid or
+    _rowid_ fires no trigger of ``UPDATE OF id``."""
+    return " OR ".join(f"new.{c} IS NOT old.{c}" for c in ("id", *columns))
+
+
 # The session of the row a write replaced (none when it replaced nothing).
 _REPLACED_SESSION = "(SELECT session_id FROM messages_replaced WHERE msg_id = new.id)"
 
@@ -212,7 +221,7 @@ SESSION_TRIGGERS = (
     f"""CREATE TRIGGER IF NOT EXISTS messages_replace_bi BEFORE INSERT ON messages BEGIN
     {_SAVE_REPLACED}
 END""",
-    f"""CREATE TRIGGER IF NOT EXISTS messages_replace_bu BEFORE UPDATE OF id ON messages
+    f"""CREATE TRIGGER IF NOT EXISTS messages_replace_bu BEFORE UPDATE ON messages
 WHEN new.id IS NOT old.id BEGIN
     {_SAVE_REPLACED}
 END""",
@@ -223,8 +232,10 @@ END""",
 END""",
     """CREATE TRIGGER IF NOT EXISTS messages_session_ad AFTER DELETE ON messages BEGIN
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
+    DELETE FROM messages_replaced WHERE msg_id = old.id;
 END""",
-    f"""CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE OF id, session_id, timestamp ON messages BEGIN
+    f"""CREATE TRIGGER IF NOT EXISTS messages_session_au AFTER UPDATE ON messages
+WHEN {_changed("session_id", "timestamp")} BEGIN
     UPDATE sessions SET message_count = message_count - 1
     WHERE new.id IS NOT old.id AND id = {_REPLACED_SESSION};
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
@@ -379,7 +390,6 @@ def trigger_names(route: str) -> tuple[str, str, str]:
 
 
 _COLS = ", ".join(FTS_COLUMNS)
-_UPDATE_OF = "id, " + _COLS
 
 
 def _vals(prefix: str) -> str:
@@ -401,7 +411,7 @@ def live_triggers(route: str) -> tuple[str, str, str]:
     return (
         f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {delete_replaced};\n    {insert_new}\nEND",
         f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {delete_old}\nEND",
-        f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
+        f"CREATE TRIGGER {au} AFTER UPDATE ON {MESSAGES} WHEN {_changed(*FTS_COLUMNS)} BEGIN\n"
         f"    {delete_old}\n    {delete_replaced}{_MOVED};\n    {insert_new}\nEND",
     )
 
@@ -432,6 +442,6 @@ def pending_triggers(route: str) -> tuple[str, str, str]:
     return (
         f"CREATE TRIGGER {ai} AFTER INSERT ON {MESSAGES} BEGIN\n    {record_replaced};\n    {record_new}\nEND",
         f"CREATE TRIGGER {ad} AFTER DELETE ON {MESSAGES} BEGIN\n    {record_old}\nEND",
-        f"CREATE TRIGGER {au} AFTER UPDATE OF {_UPDATE_OF} ON {MESSAGES} BEGIN\n"
+        f"CREATE TRIGGER {au} AFTER UPDATE ON {MESSAGES} WHEN {_changed(*FTS_COLUMNS)} BEGIN\n"
         f"    {record_old}\n    {record_replaced}{_MOVED};\n    {record_new}\nEND",
     )

@@ -458,7 +458,8 @@ def _weights() -> str:
 _HIT_FIELDS = f"m.session_id, m.role, m.timestamp, (SELECT s.title FROM {SESSIONS} s WHERE s.id = m.session_id)"
 # The same, the text read as its bytes (records.read_sql), for a page where another tool
 # wrote text that is not UTF-8 there (APSW refuses to decode it): _rows.
-_HIT_FIELDS_READ = (f"{records.read_sql('m.session_id')}, {records.read_sql('m.role')}, m.timestamp, "
+_HIT_FIELDS_READ = (f"{records.read_sql('m.session_id')}, {records.read_sql('m.role')}, "
+                    f"{records.read_number_sql('m.timestamp')}, "
                     f"(SELECT {records.read_sql('s.title')} FROM {SESSIONS} s WHERE s.id = m.session_id)")
 
 
@@ -944,7 +945,8 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
         texts = "".join(f", {records.read_sql(f'm.{c}')}" for c in FTS_COLUMNS)
         marks = ", ".join("?" * len(ids))
         rows = {row[0]: row for row in conn.execute(
-            f"SELECT m.id, {records.read_sql('m.session_id')}, {records.read_sql('m.role')}, m.timestamp, "
+            f"SELECT m.id, {records.read_sql('m.session_id')}, {records.read_sql('m.role')}, "
+            f"{records.read_number_sql('m.timestamp')}, "
             f"{records.read_sql('s.title')}{texts} FROM {MESSAGES} m "
             f"LEFT JOIN {SESSIONS} s ON s.id = m.session_id WHERE m.id IN ({marks})", ids)}
         out.extend(_hit(rows[i], p, label, snippet_chars, parts.get(i), scores.get(i)) for i in ids if i in rows)

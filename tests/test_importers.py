@@ -128,14 +128,17 @@ def test_a_hermes_message_the_archive_cannot_store_is_named_by_its_id(tmp_path, 
     conn.execute("UPDATE messages SET content = X'E4B8FF' WHERE id = ?", (bad_id,))  # bytes, not UTF-8
     conn.execute("UPDATE messages SET content = CAST(X'E983A8E7BDB2FF' AS TEXT) WHERE id = ?", (other_id,))
     conn.execute("UPDATE messages SET content = CAST('部署 blob' AS BLOB) WHERE id = ?", (blob_id,))  # UTF-8 bytes
+    time_id = conn.execute("SELECT min(id) FROM messages").fetchone()[0]
+    conn.execute("UPDATE messages SET timestamp = CAST(X'80FF' AS TEXT) WHERE id = ?", (time_id,))  # a time column
     conn.close()
     with Archive(str(tmp_path / "a.db")) as ar:
         report = ar.import_source(db)
         # TEXT that is not UTF-8 stopped the whole import with a raw UnicodeDecodeError
-        assert report.bad == [f"{db}: message id {other_id}: content is not UTF-8 text (byte 0xFF at byte 6)",
+        assert report.bad == [f"{db}: message id {time_id}: timestamp is not UTF-8 text (byte 0x80 at byte 0)",
+                              f"{db}: message id {other_id}: content is not UTF-8 text (byte 0xFF at byte 6)",
                               f"{db}: message id {bad_id}: content is not UTF-8 text (byte 0xE4 at byte 0)"]
-        assert ar.count_messages() == 3  # the others are imported
-        assert [h.message_id for h in ar.search("blob")] == [3]
+        assert ar.count_messages() == 2  # the others are imported
+        assert [h.message_id for h in ar.search("blob")] == [2]
 
 
 def test_hermes_content_of_parts_is_stored_as_its_text(tmp_path, hermes_state):
@@ -701,10 +704,13 @@ def test_an_export_of_what_other_writers_stored_imports_back_verbatim(tmp_path):
     src.conn.execute("INSERT INTO messages(session_id, role, content, timestamp, metadata) "
                      "VALUES ('s', 'user', 'note', 5, 'imported from X'), ('s', 'user', 'list', 6, '[1,2]')")
     src.conn.execute("INSERT INTO messages(session_id, role, content) VALUES ('s', 'user', 'no time')")
+    src.add_session("t", title="标题", source="tool")
+    src.add_message("t", "user", "in t", timestamp=7, metadata=[])  # an empty value stores no metadata
+    src.conn.execute("UPDATE sessions SET metadata = 'written by another tool' WHERE id = 't'")
     assert src.get_message(3)["tool_calls"] == '{"cmd": "部署到生产", "cmd": "ls"}'  # as stored, not {'cmd': 'ls'}
     assert src.get_message(4)["tool_calls"][0]["id"] == "c1"  # what the archive wrote reads parsed
     out = io.StringIO()
-    assert src.export(out) == 7
+    assert src.export(out) == 8
     path = tmp_path / "e.jsonl"
     path.write_text(out.getvalue(), encoding="utf-8")
     dst = Archive(str(tmp_path / "b.db"))
@@ -714,6 +720,8 @@ def test_an_export_of_what_other_writers_stored_imports_back_verbatim(tmp_path):
     rows = f"SELECT {columns} FROM messages ORDER BY id"
     assert dst.conn.execute(rows).fetchall() == src.conn.execute(rows).fetchall()
     assert len(dst.search("u90e8")) == len(src.search("u90e8")) == 1
+    sessions = "SELECT id, title, source, started_at, metadata FROM sessions ORDER BY id"
+    assert dst.conn.execute(sessions).fetchall() == src.conn.execute(sessions).fetchall()
 
 
 def test_a_jsonl_file_with_a_byte_order_mark_keeps_its_first_line(tmp_path):

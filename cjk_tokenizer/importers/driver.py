@@ -270,8 +270,18 @@ def _ensure_tables(archive) -> None:
 
 def _session_fields(info: SessionInfo) -> tuple:
     """A SessionInfo's values, validated as the archive stores them (InputError if not storable)."""
+    meta = info.metadata
+    records.metadata_(meta)  # storable, or InputError
     return (records.ident(info.id, "session id"), records.text(info.title, "title"),
-            records.text(info.source, "source"), info.started_at, dict(info.metadata))
+            records.text(info.source, "source"), info.started_at, dict(meta) if isinstance(meta, dict) else meta)
+
+
+def _merged_meta(old, new):
+    """Session metadata ``new`` over ``old``: dicts merge key by key; text or a list
+    (what another tool stored, exported) replaces, and nothing given keeps ``old``."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **new}
+    return old if new is None or new == {} else new
 
 
 def _merge(pending: dict, info: tuple) -> None:
@@ -283,7 +293,7 @@ def _merge(pending: dict, info: tuple) -> None:
     for i, value in enumerate((title, source, started)):
         if value is not None:
             old[i] = value
-    old[3].update(meta)
+    old[3] = _merged_meta(old[3], meta)
 
 
 def _upsert_sessions(conn, pending: dict) -> set:
@@ -300,8 +310,8 @@ def _upsert_sessions(conn, pending: dict) -> set:
         try:
             old_meta = json.loads(row[3]) if row[3] else {}
         except ValueError:
-            old_meta = {}
-        merged = {**old_meta, **meta} if isinstance(old_meta, dict) else meta
+            old_meta = row[3]  # text another tool stored
+        merged = _merged_meta(old_meta, meta)
         new = (title if title is not None else row[0], source if source is not None else row[1],
                started if started is not None else row[2], records.metadata_(merged))
         if new != tuple(row):

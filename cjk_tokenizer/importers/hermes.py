@@ -30,7 +30,7 @@ import urllib.parse
 import apsw
 
 from ..constants import ROLES
-from ..records import parts_text, read_sql, stored_text
+from ..records import parts_text, read_number_sql, read_sql, stored_text
 from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
 
 NAME = "hermes"
@@ -159,15 +159,16 @@ def _content(raw, meta: dict):
     return parts_text(parts, meta) if isinstance(parts, list) else raw
 
 
-# Columns read as their bytes and decoded per row (_decoded): a value that is not
-# UTF-8 makes that row a bad record, where APSW's own decoding stopped the read.
+# Columns read as their bytes (times: numbers as they are, text as bytes) and decoded
+# per row (_decoded): a value that is not UTF-8 makes that row a bad record, where
+# APSW's own decoding stopped the read.
 _NUMBERS = frozenset({"started_at", "ended_at", "timestamp"})
 
 
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
     have = _columns(conn, table)
-    cols = [(c if c in _NUMBERS or (table == "messages" and c == "id") else read_sql(c)) if c in have
-            else f"NULL AS {c}" for c in wanted]
+    cols = [(read_number_sql(c) if c in _NUMBERS else c if (table == "messages" and c == "id") else read_sql(c))
+            if c in have else f"NULL AS {c}" for c in wanted]
     return conn.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
 
 

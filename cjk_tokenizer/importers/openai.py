@@ -46,9 +46,7 @@ def read(src):
                 sid = obj.get("id")
                 if not isinstance(sid, str) or not sid:
                     raise ValueError("a session line needs a string 'id'")
-                meta = obj.get("metadata")
-                if meta is not None and not isinstance(meta, dict):
-                    raise ValueError("a session's metadata must be an object")
+                meta = obj.get("metadata")  # an object; text or a list another tool stored is kept as given
                 yield SessionInfo(sid, title=obj.get("title"), source=obj.get("source"),
                                   started_at=epoch(obj.get("started_at"), "started_at"), metadata=meta or {}, line=number)
             elif isinstance(obj.get("messages"), list):
