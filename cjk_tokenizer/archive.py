@@ -142,6 +142,11 @@ def _maybe_json(value):
     return value
 
 
+def _time_key(column: str) -> str:
+    """SQL ordering by a time column, what is not a finite number as NULL (records.stored_time)."""
+    return f"CASE WHEN typeof({column}) IN ('integer', 'real') AND abs({column}) <= 1e300 THEN {column} END"
+
+
 def _read(keys, row) -> dict:
     return {k: records.stored_time(v) if k in _NUMBERS else records.stored_text(v) for k, v in zip(keys, row)}
 
@@ -760,7 +765,10 @@ class Archive:
 
     def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
         """Sessions, most recently active first (those with no messages last)."""
-        sql = f"SELECT {_SESSION_COLS} FROM sessions ORDER BY last_active DESC, started_at DESC, id"
+        # a time another tool stored as text (or Infinity) sorts above every number in SQLite:
+        # it counts as no time, as it reads (records.stored_time)
+        sql = (f"SELECT {_SESSION_COLS} FROM sessions ORDER BY {_time_key('last_active')} DESC, "
+               f"{_time_key('started_at')} DESC, id")
         args: list = []
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"

@@ -89,14 +89,9 @@ def stored_text(value):
 
 
 def stored_time(value):
-    """A stored time as a finite number, or None: text another tool wrote is read by the
-    time rule (timeutil.py: "2024-05-01T08:30:00Z", "1714552200"), and what that refuses
-    (or Infinity, NaN) is no time."""
-    if isinstance(value, (bytes, str)):
-        try:
-            return epoch_seconds(stored_text(value), "timestamp")
-        except TimeValueError:
-            return None
+    """A stored time as a finite number, or None: text another tool wrote there (an
+    ISO date too), Infinity and NaN are no time, as the searches' time filters and
+    the browse order take them (SQLite compares text above every number)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return value
     return None

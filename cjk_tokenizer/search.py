@@ -393,10 +393,12 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
     if lo is not None and hi is not None and lo >= hi:
         raise QueryError(f"empty time range: after ({after}) must be earlier than before ({before})")
     if lo is not None:
-        sql.append("m.timestamp >= ?")
+        # a time another tool stored as text or Infinity (no time, as it reads: records.stored_time)
+        # compares above every number: kept out of either bound, as NULL is
+        sql.append("m.timestamp >= ? AND m.timestamp <= 1e300")
         params.append(lo)
     if hi is not None:
-        sql.append("m.timestamp < ?")
+        sql.append("m.timestamp < ? AND m.timestamp >= -1e300")
         params.append(hi)
     return "".join(f" AND {s}" for s in sql), tuple(params)
 
