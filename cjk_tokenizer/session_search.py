@@ -523,8 +523,8 @@ def _check_ids_and_counts(given: dict) -> dict:
 
 
 def _check_filters(given: dict) -> dict:
-    roles = _str_list("roles", given.get("roles"))
-    if roles is not None and (not roles or any(r not in ROLES for r in roles)):
+    roles = _str_list("roles", given.get("roles")) or None  # [] is "not given", as for exclude_session_ids
+    if roles is not None and any(r not in ROLES for r in roles):
         raise SearchArgumentError("bad_argument", f"roles must be chosen from {', '.join(ROLES)}; got {roles!r}",
                                   "roles")
     sort = given.get("sort")
@@ -929,23 +929,37 @@ def session_search(archive, query=None, session_id=None, around_message_id=None,
                              "exclude_session_ids": exclude_session_ids, "offset": offset, "cursor": cursor})
 
 
+# An error names what was wrong, quoting it: held to this much, as results are to
+# RESULT_CHARS (a 100,000-character session id was quoted whole).
+ERROR_CHARS = 500
+
+
+def _held(error: dict) -> dict:
+    for key, limit in (("message", ERROR_CHARS), ("argument", 100)):
+        text = error.get(key)
+        if isinstance(text, str) and len(text) > limit:
+            error[key] = text[:limit] + f"[… {len(text) - limit:,} more characters cut]"
+    return error
+
+
 def respond(archive, raw: Mapping[str, Any]) -> dict:
     """:func:`session_search` for arguments as a dict (names as in ARGUMENTS; None means not
     given): validate them, run the call, and return the result or the error as a dict."""
     try:
         given = _given(raw)
     except SearchArgumentError as exc:
-        return {"mode": "unknown", "error": exc.as_dict()}
+        return {"mode": "unknown", "error": _held(exc.as_dict())}
     mode = infer_mode(given.get("query"), given.get("session_id"), given.get("around_message_id"))
     try:
         return execute(archive, parse_arguments(given), ignored=_ignored(mode, given))
     except SearchArgumentError as exc:
-        return {"mode": mode, "error": exc.as_dict()}
+        return {"mode": mode, "error": _held(exc.as_dict())}
     except QueryError as exc:
-        return {"mode": mode, "error": {"code": "bad_query", "message": str(exc), "argument": "query"}}
+        return {"mode": mode, "error": _held({"code": "bad_query", "message": str(exc), "argument": "query"})}
     except Exception as exc:  # noqa: BLE001 -- an agent loop must get an answer, not a traceback
         if _is_database_error(exc):
-            return {"mode": mode, "error": {"code": "database_error", "message": f"{type(exc).__name__}: {exc}"}}
+            return {"mode": mode, "error": _held({"code": "database_error",
+                                                  "message": f"{type(exc).__name__}: {exc}"})}
         raise
 
 

@@ -629,3 +629,26 @@ def test_reading_a_long_message_never_cuts_a_character_from_what_extends_it(tmp_
         for m in ar.session_search(session_id="s")["messages"]:
             kept = m["content"].split(" [… ")[0]
             assert kept.endswith(tail) or kept.rstrip("x") == "", (ascii(kept[-12:]), m["cut"])
+
+
+def test_an_empty_roles_list_is_not_given(tmp_path):
+    # models send [] for optional arrays: it was a bad_argument, even in modes without roles
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("s", "user", "部署成功")
+        found = ar.session_search(query="部署", roles=[])
+        assert "error" not in found and found["sessions"][0]["session"]["session_id"] == "s"
+        assert "error" not in ar.session_search(limit=3, roles=[])
+
+
+@pytest.mark.parametrize("args", [{"session_id": "x" * 100_000}, {"query": "部署", "session_id": "x" * 100_000},
+                                  {"x" * 100_000: 1}, {"sort": "s" * 100_000}, {"roles": ["nobody"] * 20_001},
+                                  {"query": "部署", "roles": ["r" * 100_000]}])
+def test_an_error_is_held_to_a_size_too(tmp_path, args):
+    # errors quoted the offending value whole: 100k-200k characters
+    from cjk_tokenizer.agent_tool import handle_session_search
+
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("s", "user", "部署成功")
+        text = handle_session_search(ar, args)
+        result = json.loads(text)
+        assert "error" in result and len(text) < 1500, (result["error"]["code"], len(text))
