@@ -29,13 +29,17 @@ Decisions (documented here because callers rely on them):
   archive has no column for are kept in metadata, so nothing is dropped: a
   key the message's own ``metadata`` also holds, with another value, goes
   under ``"message_fields"``, and a tool message's ``name`` beside another
-  ``tool_name`` under ``"name"``.  ``"timestamp": null`` stores no time; a
+  ``tool_name`` under ``"name"``.  A call's ``function.arguments`` (JSON text)
+  is stored with its ``\\uXXXX`` escapes of characters past ASCII written as
+  the characters (readable_json: the same JSON value), so that CJK in them is
+  found; tool_calls given as a string, and tool output, stay as given.  ``"timestamp": null`` stores no time; a
   message without the key gets the time of writing.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from typing import NamedTuple
 
@@ -321,6 +325,49 @@ def parts_text(parts, extra: dict) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+# JSON's escape of one character: a surrogate pair, one \uXXXX, or any other
+# (\\, \", \n ...), matched whole so that an escaped backslash before "u" is not read
+# as an escape of its own.
+_JSON_ESCAPE = re.compile(r"\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})"
+                          r"|\\u([0-9a-fA-F]{4})|\\.", re.S)
+
+
+def _character(m: re.Match) -> str:
+    if m.group(1):
+        return chr(0x10000 + ((int(m.group(1), 16) - 0xD800) << 10) + int(m.group(2), 16) - 0xDC00)
+    cp = int(m.group(3), 16) if m.group(3) else 0
+    return chr(cp) if cp >= 0x80 and not 0xD800 <= cp <= 0xDFFF else m.group(0)
+
+
+def readable_json(text: str) -> str:
+    """JSON text with each \\uXXXX escape of a character past ASCII written as that
+    character: the same JSON value, in which the characters can be found (json.dumps
+    writes CJK as \\u escapes unless told not to).  Anything else stays as it is,
+    and text that is not JSON is returned unchanged."""
+    if "\\u" not in text:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    out = _JSON_ESCAPE.sub(_character, text)
+    try:
+        return out if json.loads(out) == value else text
+    except ValueError:
+        return text
+
+
+def _readable_calls(calls):
+    """Tool calls with each call's ``function.arguments`` (JSON text) readable_json."""
+    if isinstance(calls, list):
+        return [_readable_calls(c) for c in calls]
+    if isinstance(calls, dict):
+        fn = calls.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            return {**calls, "function": {**fn, "arguments": readable_json(fn["arguments"])}}
+    return calls
+
+
 def openai_row(session_id, msg) -> MessageRow:
     """The stored form of an OpenAI-style message dict in session ``session_id`` (see module doc)."""
     if not isinstance(msg, dict):
@@ -354,7 +401,7 @@ def openai_row(session_id, msg) -> MessageRow:
     if len(reasoning) == 2 and reasoning[0] == reasoning[1]:
         reasoning = reasoning[:1]
     reasoning_text = "\n\n".join(reasoning) if reasoning else None
-    tool_calls = msg.get("tool_calls")
+    tool_calls = _readable_calls(msg.get("tool_calls"))
     if tool_calls == []:
         tool_calls = None
     return message_row(

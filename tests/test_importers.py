@@ -840,3 +840,34 @@ def test_a_transcript_line_still_being_written_is_not_a_bad_record(tmp_path):
     with Archive(db) as ar:
         assert ar.sync().bad == [f"{path}:4: not valid JSON (Expecting property name enclosed in double quotes "
                                  "at column 2)"]
+
+
+def test_cjk_in_tool_call_arguments_written_with_json_escapes_is_found(tmp_path, hermes_state):
+    # Hermes (and json.dumps anywhere) writes arguments as \\uXXXX escapes: no search found them
+    from pathlib import Path
+
+    args = json.dumps({"cmd": "echo 天堂寨景区", "path": "C:\\\\u5929", "emoji": "😀"})
+    assert "\\u5929\\u5802" in args
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("h1", "cli")
+    writer.append_message("h1", "assistant", "x", timestamp=1764000000.0,
+                          tool_calls=[{"id": "c1", "type": "function", "function": {"name": "terminal",
+                                                                                    "arguments": args}}])
+    writer.close()
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"session_id": "o1", "role": "assistant", "content": None, "tool_calls": [
+        {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": json.dumps({"city": "合肥天气"})}}
+    ]}) + "\n", encoding="utf-8")
+    with Archive(str(tmp_path / "a.db")) as ar:
+        assert not ar.import_source(db).bad and not ar.import_source(str(chat)).bad
+        for word, session in (("天堂寨景区", "h1"), ("合肥天气", "o1")):
+            hits = ar.search(word)
+            assert [h.session_id for h in hits] == [session] and hits[0].matched_in == ["tool_calls"], word
+        call, = ar.messages_of("h1")[0]["tool_calls"]
+        # the same JSON value, CJK written out; an escaped backslash before "u" is left as it is
+        assert json.loads(call["function"]["arguments"]) == json.loads(args)
+        assert "天堂寨景区" in call["function"]["arguments"] and "C:\\\\\\\\u5929" in call["function"]["arguments"]
+        m = ar.get_message(ar.add_openai_message("s", {"role": "assistant", "tool_calls": [
+            {"id": "c3", "function": {"name": "f", "arguments": json.dumps({"q": "部署"})}}]}))
+        assert m["tool_calls"][0]["function"]["arguments"] == '{"q": "部署"}'
