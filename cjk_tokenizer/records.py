@@ -301,7 +301,7 @@ def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=No
         text(content, "content"),
         text(reasoning, "reasoning"),
         text(tool_name, "tool_name"),
-        json_text(tool_calls, "tool_calls"),
+        json_text(_readable_calls(tool_calls), "tool_calls"),
         text(tool_call_id, "tool_call_id"),
         timestamp(timestamp_, default_now=not no_time),
         metadata_(metadata),
@@ -401,7 +401,7 @@ def openai_row(session_id, msg) -> MessageRow:
     if len(reasoning) == 2 and reasoning[0] == reasoning[1]:
         reasoning = reasoning[:1]
     reasoning_text = "\n\n".join(reasoning) if reasoning else None
-    tool_calls = _readable_calls(msg.get("tool_calls"))
+    tool_calls = msg.get("tool_calls")
     if tool_calls == []:
         tool_calls = None
     return message_row(
