@@ -75,8 +75,8 @@ For an index that is not live, what the index holds is exactly:
 Nothing above ``indexed_upto`` is in the index, so plain appends cost nothing
 while an index is stale: they are simply above the watermark.  The "pending"
 triggers (``pending_triggers``) record only changes at or below the watermark,
-keeping the *first* old values (none is recorded over another), because those are what
-an FTS5 external-content 'delete' must be given: deleting a row with values
+keeping the *first* old values (none is recorded over another), because those
+are what an FTS5 external-content 'delete' must be given: deleting a row with values
 other than the indexed ones, or a rowid never indexed, corrupts the index.
 Those triggers never touch the FTS table, so they work on hosts where its
 tokenizer is not registered (where any statement touching it fails).
@@ -181,10 +181,10 @@ CREATE TABLE IF NOT EXISTS fts_backlog (
 # A BEFORE trigger saves the row about to be replaced here, and the AFTER
 # triggers of that write take it out of the indexes and the counts.  Where
 # recursive_triggers is on, the DELETE triggers do that for the replaced row,
-# and take its saved copy away (messages_session_ad), so it is not done twice.  A saved
-# row outlives its write only when the write did not happen (OR IGNORE, a
-# failed statement); only a later write of the same id reads it, and that
-# write's BEFORE trigger has replaced it first, so a stale row is never read.
+# and take its saved copy away (messages_session_ad), so it is not done twice.
+# A saved row outlives its write only when the write did not happen (OR
+# IGNORE, a failed statement); only a later write of the same id reads it, and
+# that write's BEFORE trigger has replaced it first, so a stale row is never read.
 REPLACED_DDL = f"""
 CREATE TABLE IF NOT EXISTS messages_replaced (
     msg_id     INTEGER PRIMARY KEY,
@@ -194,6 +194,8 @@ CREATE TABLE IF NOT EXISTS messages_replaced (
 _SAVE_REPLACED = f"""DELETE FROM messages_replaced WHERE msg_id = new.id;
     INSERT INTO messages_replaced(msg_id, session_id, {', '.join(FTS_COLUMNS)})
     SELECT id, session_id, {', '.join(FTS_COLUMNS)} FROM messages WHERE id = new.id;"""
+
+
 def _changed(*columns: str) -> str:
     """A trigger's WHEN: the update moved the id or changed one of ``columns``.  Not
     ``UPDATE OF``, which names columns: an update of the id through rowid, oid or
@@ -307,8 +309,8 @@ IMPORT_DDL = (
     "CREATE INDEX IF NOT EXISTS imported_key ON imported(key)",
 )
 
-BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, REPLACED_DDL, *INDEXES_DDL,
-            *SESSION_TRIGGERS)
+BASE_DDL = (SESSIONS_DDL, MESSAGES_DDL, INDEX_STATE_DDL, BACKLOG_DDL, SETTINGS_DDL, REPLACED_DDL,
+            *INDEXES_DDL, *SESSION_TRIGGERS)
 
 
 def fts_table(route: str) -> str:
@@ -424,8 +426,10 @@ def pending_triggers(route: str) -> tuple[str, str, str]:
     ai, ad, au = trigger_names(route)
     mark = f"(SELECT indexed_upto FROM index_state WHERE route = '{route}')"
 
-    def first(rowid: str) -> str:  # no record yet: the first old values are kept (no OR IGNORE, see SESSION_TRIGGERS)
-        return f"{rowid} <= {mark} AND NOT EXISTS (SELECT 1 FROM fts_backlog WHERE route = '{route}' AND msg_id = {rowid})"
+    def first(rowid: str) -> str:
+        # no record of it yet: the first old values are kept (no OR IGNORE: see SESSION_TRIGGERS)
+        return (f"{rowid} <= {mark} AND NOT EXISTS "
+                f"(SELECT 1 FROM fts_backlog WHERE route = '{route}' AND msg_id = {rowid})")
 
     record_old = (
         f"INSERT INTO fts_backlog(route, msg_id, indexed, {_COLS}) "
