@@ -144,7 +144,8 @@ def _maybe_json(value):
 
 def _time_key(column: str) -> str:
     """SQL ordering by a time column, what is not a finite number as NULL (records.stored_time)."""
-    return f"CASE WHEN typeof({column}) IN ('integer', 'real') AND abs({column}) <= 1e300 THEN {column} END"
+    return (f"CASE WHEN typeof({column}) IN ('integer', 'real') AND abs({column}) <= {records.MAX_STORED_TIME!r} "
+            f"THEN {column} END")
 
 
 def _read(keys, row) -> dict:
@@ -637,7 +638,7 @@ class Archive:
                 args.append(records.text(value, name))
         if tool_calls is not _UNSET:
             sets.append("tool_calls = ?")
-            args.append(records.json_text(tool_calls, "tool_calls"))
+            args.append(records.tool_calls_text(tool_calls))
         if timestamp is not _UNSET:
             sets.append("timestamp = ?")
             args.append(records.timestamp(timestamp, default_now=False))

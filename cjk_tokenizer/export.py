@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime as _dt
 import json
 
+from . import records
+
 FORMATS = ("jsonl", "markdown")
 
 
@@ -71,8 +73,12 @@ def _jsonl(archive, session, out) -> int:
     out.write(json.dumps({k: v for k, v in header.items() if v is not None}, ensure_ascii=False) + "\n")
     n = 0
     for m in _messages(archive, session["id"]):
-        # stored [] as text: import reads a [] list as no calls
-        calls = "[]" if m["tool_calls"] == [] else m["tool_calls"]
+        # as the stored text where importing the calls would store other text: [] (import
+        # reads it as no calls), or arguments another writer left escaped (import writes
+        # them out: records.readable_calls)
+        calls = m["tool_calls"]
+        if calls == [] or (isinstance(calls, (list, dict)) and records.readable_calls(calls) != calls):
+            calls = json.dumps(calls, ensure_ascii=False)  # the stored text: archive._maybe_json
         line = {"session_id": m["session_id"], "role": m["role"], "content": m["content"],
                 "reasoning": m["reasoning"], "tool_name": m["tool_name"], "tool_calls": calls,
                 "tool_call_id": m["tool_call_id"], "metadata": m["metadata"] or None}

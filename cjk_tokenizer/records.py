@@ -92,11 +92,17 @@ def stored_text(value):
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
+# A stored time beyond this (Infinity, or a number no date has) is no time: the
+# searches' time filters and the browse order compare against the same bound.
+MAX_STORED_TIME = 1e300
+
+
 def stored_time(value):
-    """A stored time as a finite number, or None: text another tool wrote there (an
-    ISO date too), Infinity and NaN are no time, as the searches' time filters and
-    the browse order take them (SQLite compares text above every number)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+    """A stored time as a number within ±MAX_STORED_TIME, or None: text another
+    tool wrote there (an ISO date too), Infinity and NaN are no time, as the
+    searches' time filters and the browse order take them (SQLite compares text
+    above every number)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and -MAX_STORED_TIME <= value <= MAX_STORED_TIME:
         return value
     return None
 
@@ -301,7 +307,7 @@ def message_row(session_id, role_, content=None, *, reasoning=None, tool_name=No
         text(content, "content"),
         text(reasoning, "reasoning"),
         text(tool_name, "tool_name"),
-        json_text(_readable_calls(tool_calls), "tool_calls"),
+        tool_calls_text(tool_calls),
         text(tool_call_id, "tool_call_id"),
         timestamp(timestamp_, default_now=not no_time),
         metadata_(metadata),
@@ -348,24 +354,29 @@ def readable_json(text: str) -> str:
         return text
     try:
         value = json.loads(text)
-    except ValueError:
-        return text
-    out = _JSON_ESCAPE.sub(_character, text)
-    try:
+        out = _JSON_ESCAPE.sub(_character, text)
         return out if json.loads(out) == value else text
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
         return text
 
 
-def _readable_calls(calls):
-    """Tool calls with each call's ``function.arguments`` (JSON text) readable_json."""
-    if isinstance(calls, list):
-        return [_readable_calls(c) for c in calls]
-    if isinstance(calls, dict):
-        fn = calls.get("function")
-        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-            return {**calls, "function": {**fn, "arguments": readable_json(fn["arguments"])}}
-    return calls
+def _readable_call(call):
+    fn = call.get("function") if isinstance(call, dict) else None
+    if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+        return {**call, "function": {**fn, "arguments": readable_json(fn["arguments"])}}
+    return call
+
+
+def readable_calls(calls):
+    """Tool calls (a list of calls, or one) with each call's ``function.arguments``
+    (JSON text) readable_json; anything else as it is."""
+    return [_readable_call(c) for c in calls] if isinstance(calls, list) else _readable_call(calls)
+
+
+def tool_calls_text(value):
+    """``tool_calls`` as stored: json_text of the calls made readable (readable_calls);
+    a string stays as given."""
+    return json_text(readable_calls(value), "tool_calls")
 
 
 def openai_row(session_id, msg) -> MessageRow:

@@ -183,8 +183,11 @@ CREATE TABLE IF NOT EXISTS fts_backlog (
 # recursive_triggers is on, the DELETE triggers do that for the replaced row,
 # and take its saved copy away (messages_session_ad), so it is not done twice.
 # A saved row outlives its write only when the write did not happen (OR
-# IGNORE, a failed statement); only a later write of the same id reads it, and
-# that write's BEFORE trigger has replaced it first, so a stale row is never read.
+# IGNORE, OR FAIL), and only while the row it copies keeps its id: deleting
+# or moving that row takes it away (messages_session_ad, _au).  So the id is
+# never free while it is saved: an automatic id (which a BEFORE trigger does
+# not know) cannot meet it, and a write of that very id replaces it first in
+# its BEFORE trigger.  A stale row is never read.
 REPLACED_DDL = f"""
 CREATE TABLE IF NOT EXISTS messages_replaced (
     msg_id     INTEGER PRIMARY KEY,
@@ -240,6 +243,7 @@ END""",
 WHEN {_changed("session_id", "timestamp")} BEGIN
     UPDATE sessions SET message_count = message_count - 1
     WHERE new.id IS NOT old.id AND id = {_REPLACED_SESSION};
+    DELETE FROM messages_replaced WHERE msg_id = old.id AND new.id IS NOT old.id;
     UPDATE sessions SET message_count = message_count - 1 WHERE id = old.session_id;
     {_MAKE_SESSION}
     {_COUNT_NEW}

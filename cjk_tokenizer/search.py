@@ -395,10 +395,10 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
     if lo is not None:
         # a time another tool stored as text or Infinity (no time, as it reads: records.stored_time)
         # compares above every number: kept out of either bound, as NULL is
-        sql.append("m.timestamp >= ? AND m.timestamp <= 1e300")
+        sql.append(f"m.timestamp >= ? AND m.timestamp <= {records.MAX_STORED_TIME!r}")
         params.append(lo)
     if hi is not None:
-        sql.append("m.timestamp < ? AND m.timestamp >= -1e300")
+        sql.append(f"m.timestamp < ? AND m.timestamp >= {-records.MAX_STORED_TIME!r}")
         params.append(hi)
     return "".join(f" AND {s}" for s in sql), tuple(params)
 

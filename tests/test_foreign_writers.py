@@ -347,3 +347,26 @@ def test_moving_a_message_through_a_rowid_alias_keeps_every_index(tmp_path, sqli
             (2, "第一条 alpha"), (9, "第三条 charlie")]
         assert ar.search("bravo") == [] and ar.session("s1")["message_count"] == 2
         _every_index_holds_exactly_the_table(ar)
+
+
+def test_a_copy_saved_for_a_write_that_did_not_happen_is_never_read_by_a_later_insert(tmp_path):
+    # an ignored move onto an existing id left its saved copy; once that row moved away,
+    # an insert given the id automatically read the copy and took it out of every index
+    import apsw
+
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("s0", "user", "第一条 alpha")
+        ar.add_message("s1", "user", "第二条 beta")
+    conn = cjk_tokenizer.load(apsw.Connection(str(path)))
+    conn.execute("UPDATE messages SET id = 10 WHERE id = 1")  # past the id sequence
+    conn.execute("UPDATE OR IGNORE messages SET id = 10 WHERE id = 2")  # ignored: row 10 was saved first
+    conn.execute("INSERT OR FAIL INTO messages(id, session_id, role, content) VALUES (2, 's1', 'user', 'x')"
+                 " ON CONFLICT DO NOTHING")
+    conn.execute("UPDATE messages SET id = 9 WHERE id = 10")
+    conn.execute("INSERT INTO messages(session_id, role, content) VALUES ('s2', 'user', '第三条 gamma')")
+    conn.close()
+    with Archive(path) as ar:
+        assert sorted(ar.conn.execute("SELECT id, content FROM messages").fetchall()) == [
+            (2, "第二条 beta"), (9, "第一条 alpha"), (10, "第三条 gamma")]  # the id the copy had
+        _every_index_holds_exactly_the_table(ar)

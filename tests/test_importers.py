@@ -871,3 +871,42 @@ def test_cjk_in_tool_call_arguments_written_with_json_escapes_is_found(tmp_path,
         m = ar.get_message(ar.add_openai_message("s", {"role": "assistant", "tool_calls": [
             {"id": "c3", "function": {"name": "f", "arguments": json.dumps({"q": "部署"})}}]}))
         assert m["tool_calls"][0]["function"]["arguments"] == '{"q": "部署"}'
+
+
+def test_tool_calls_nested_past_the_parser_are_a_clear_error_or_kept(tmp_path):
+    # readable_json met RecursionError: one such record aborted a whole import with a traceback
+    from cjk_tokenizer.records import InputError, readable_json
+
+    deep_args = "[" * 1000 + '"\\u4e2d"' + "]" * 1000
+    assert readable_json(deep_args) == deep_args
+    with Archive(str(tmp_path / "a.db")) as ar:
+        mid = ar.add_message("s", "assistant", None, tool_calls=[
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": deep_args}}])
+        assert ar.get_message(mid)["tool_calls"][0]["function"]["arguments"] == deep_args
+        deep = []
+        for _ in range(3000):
+            deep = [deep]
+        with pytest.raises(InputError, match="nests deeper"):
+            ar.add_message("s", "assistant", None, tool_calls=deep)
+
+
+def test_tool_calls_written_or_exported_any_way_are_found_and_round_trip(tmp_path):
+    # update_message stored arguments escaped, and an export of calls stored escaped
+    # imported back as other text
+    calls = [{"id": "c1", "type": "function",
+              "function": {"name": "web_search", "arguments": json.dumps({"query": "东京天气"})}}]
+    src = Archive(str(tmp_path / "a.db"))
+    src.add_message("s", "assistant", "x", tool_calls=calls)
+    src.update_message(src.add_message("s", "assistant", "plain"), tool_calls=calls)
+    src.add_message("s", "assistant", "y", tool_calls=json.dumps(calls))  # a string: as given
+    src.conn.execute("INSERT INTO messages(session_id, role, content, tool_calls) VALUES ('s', 'assistant', 'z', ?)",
+                     (json.dumps(calls, ensure_ascii=False),))  # another writer, arguments escaped
+    assert [h.message_id for h in src.search("东京天气")] == [2, 1]
+    out = io.StringIO()
+    src.export(out)
+    path = tmp_path / "e.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    dst = Archive(str(tmp_path / "b.db"))
+    assert not dst.import_source(str(path)).bad
+    rows = "SELECT role, content, tool_calls FROM messages ORDER BY id"
+    assert dst.conn.execute(rows).fetchall() == src.conn.execute(rows).fetchall()

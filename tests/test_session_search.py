@@ -652,3 +652,16 @@ def test_an_error_is_held_to_a_size_too(tmp_path, args):
         text = handle_session_search(ar, args)
         result = json.loads(text)
         assert "error" in result and len(text) < 1500, (result["error"]["code"], len(text))
+
+
+def test_a_time_past_any_date_is_no_time_everywhere(tmp_path):
+    # 1e301 read as a time but was filtered and sorted as none: browse with after stopped early
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("A", "user", "needle a", timestamp=1000)
+        ar.add_message("Z", "user", "needle z", timestamp=1001)
+        ar.add_session("B")
+        ar.conn.execute("UPDATE messages SET timestamp = 1e301 WHERE session_id = 'Z'")
+        ar.conn.execute("UPDATE sessions SET last_active = 1e301 WHERE id = 'Z'")
+        assert ar.messages_of("Z")[0]["timestamp"] is None and ar.session("Z")["last_active"] is None
+        assert [h.session_id for h in ar.search("needle", after=0)] == ["A"]
+        assert [s["session_id"] for s in ar.session_search(after=0)["sessions"]] == ["A"]
