@@ -143,9 +143,10 @@ def _maybe_json(value):
 
 
 def _time_key(column: str) -> str:
-    """SQL ordering by a time column, what is not a finite number as NULL (records.stored_time)."""
-    return (f"CASE WHEN typeof({column}) IN ('integer', 'real') AND abs({column}) <= {records.MAX_STORED_TIME!r} "
-            f"THEN {column} END")
+    """SQL ordering by a time column, what is not a number within ±MAX_STORED_TIME (text
+    compares above every number) as NULL: records.stored_time."""
+    bound = records.MAX_STORED_TIME
+    return f"CASE WHEN {column} BETWEEN {-bound!r} AND {bound!r} THEN {column} END"
 
 
 def _read(keys, row) -> dict:
@@ -767,16 +768,17 @@ class Archive:
     def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
         """Sessions, most recently active first (those with no messages last)."""
         # a time another tool stored as text (or Infinity) sorts above every number in SQLite:
-        # it counts as no time, as it reads (records.stored_time)
-        sql = (f"SELECT {_SESSION_COLS} FROM sessions ORDER BY {_time_key('last_active')} DESC, "
-               f"{_time_key('started_at')} DESC, id")
-        args: list = []
+        # it counts as no time, as it reads (records.stored_time).  The page is chosen first,
+        # and only its rows' columns are read (as every row's would be, for the sort)
+        page, args = "", []
         if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            args = [int(limit), int(offset)]
+            page, args = " LIMIT ? OFFSET ?", [int(limit), int(offset)]
         elif offset:
-            sql += " LIMIT -1 OFFSET ?"
-            args = [int(offset)]
+            page, args = " LIMIT -1 OFFSET ?", [int(offset)]
+        keys = f"{_time_key('last_active')} AS k1, {_time_key('started_at')} AS k2, id AS k3"
+        sql = (f"WITH page AS (SELECT rowid AS r, {keys} FROM sessions ORDER BY k1 DESC, k2 DESC, k3{page}) "
+               f"SELECT {_SESSION_COLS} FROM page JOIN sessions ON sessions.rowid = page.r "
+               "ORDER BY page.k1 DESC, page.k2 DESC, page.k3")
         with self._lock:
             return [_session(r) for r in self._conn.execute(sql, args)]
 
