@@ -42,7 +42,9 @@ def test_the_shell_command_runs_as_written(tmp_path, sqlite3_shell):
     command = _block("bash", "sqlite3 -cmd").split("#")[0].strip()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
+    # a script, not a link: a venv's python linked elsewhere no longer finds its venv
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.path.dirname(sqlite3_shell)}{os.pathsep}{os.environ['PATH']}")
     proc = subprocess.run(["bash", "-c", command], input="SELECT count(*) > 0 FROM cjk_version;", cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, env=env)
