@@ -32,8 +32,9 @@ Decisions (documented here because callers rely on them):
   ``tool_name`` under ``"name"``.  A call's ``function.arguments`` (JSON text)
   is stored with its ``\\uXXXX`` escapes of characters past ASCII written as
   the characters (readable_json: the same JSON value), so that CJK in them is
-  found; tool_calls given as a string, and tool output, stay as given.  ``"timestamp": null`` stores no time; a
-  message without the key gets the time of writing.
+  found; tool_calls given as a string, and tool output, stay as given.
+  ``"timestamp": null`` stores no time; a message without the key gets the
+  time of writing.
 """
 from __future__ import annotations
 
@@ -72,8 +73,8 @@ _KNOWN_KEYS = frozenset({
 # UTF-8 (the sqlite3 shell writes them as given), which APSW refuses to decode,
 # or a BLOB, or a number.  Readers select such columns as their bytes
 # (``read_sql``) and decode them here, each bad sequence as U+FFFD, as the
-# tokenizer and cjk_match read them; a time that is not a finite number reads
-# as no time (JSON has no Infinity).
+# tokenizer and cjk_match read them; a time that is not a number within
+# ±MAX_STORED_TIME reads as no time (JSON has no Infinity).
 
 
 def read_sql(column: str) -> str:

@@ -289,6 +289,14 @@ def _label(column: str | None, role: str) -> str | None:
 # ---- rendering -----------------------------------------------------------------------
 
 
+def _cut_into(cut: dict, name: str, text: str, budget: int, focus: tuple[int, int] | None = None) -> str:
+    """cut_text of a field named ``name``, recording in ``cut`` how much went."""
+    shown, n = cut_text(text, budget, focus)
+    if n:
+        cut[name] = n
+    return shown
+
+
 def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_column: str | None = None,
                    focus: int | None = None) -> dict:
     """A stored message as shown to the caller: verbatim fields, long ones cut."""
@@ -296,10 +304,7 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
     cut = {}
 
     def field(name, text):
-        shown, n = cut_text(text, budget, focus if focus_column == name else None)
-        if n:
-            cut[name] = n
-        return shown
+        return _cut_into(cut, name, text, budget, focus if focus_column == name else None)
 
     content = m.get("content")
     out["content"] = None if content is None else field("content", content)
@@ -311,10 +316,7 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
             out["reasoning_hidden_chars"] = len(reasoning)
     for name in ("tool_name", "tool_call_id"):
         if m.get(name) is not None:
-            shown, n = cut_text(m[name], _budget(LABEL_CHARS))
-            out[name] = shown
-            if n:
-                cut[name] = n
+            out[name] = _cut_into(cut, name, m[name], _budget(LABEL_CHARS))
     calls = m.get("tool_calls")
     if calls is not None:
         text = calls if isinstance(calls, str) else json.dumps(calls, ensure_ascii=False)
@@ -325,13 +327,9 @@ def render_message(m: dict, budget: int, include_reasoning: bool, *, focus_colum
 
 
 def render_session(s: dict) -> dict:
-    label, cut = {}, {}
-    for name in ("title", "source"):
-        label[name] = s.get(name)
-        if label[name] is not None:
-            label[name], n = cut_text(label[name], _budget(LABEL_CHARS))
-            if n:
-                cut[name] = n
+    cut: dict = {}
+    label = {name: None if s.get(name) is None else _cut_into(cut, name, s[name], _budget(LABEL_CHARS))
+             for name in ("title", "source")}
     out = {
         "session_id": s["id"],
         "title": label["title"],
@@ -936,9 +934,8 @@ ERROR_CHARS = 500
 
 def _held(error: dict) -> dict:
     for key, limit in (("message", ERROR_CHARS), ("argument", 100)):
-        text = error.get(key)
-        if isinstance(text, str) and len(text) > limit:
-            error[key] = text[:limit] + f"[… {len(text) - limit:,} more characters cut]"
+        if isinstance(error.get(key), str):
+            error[key] = cut_text(error[key], limit)[0]
     return error
 
 

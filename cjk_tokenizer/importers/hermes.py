@@ -167,9 +167,15 @@ _NUMBERS = frozenset({"started_at", "ended_at", "timestamp"})
 
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
     have = _columns(conn, table)
-    cols = [(read_number_sql(c) if c in _NUMBERS else c if (table == "messages" and c == "id") else read_sql(c))
-            if c in have else f"NULL AS {c}" for c in wanted]
-    return conn.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}")
+
+    def column(c: str) -> str:
+        if c not in have:
+            return f"NULL AS {c}"
+        if c in _NUMBERS:
+            return read_number_sql(c)
+        return c if (table, c) == ("messages", "id") else read_sql(c)  # an INTEGER PRIMARY KEY is a number
+
+    return conn.execute(f"SELECT {', '.join(map(column, wanted))} FROM {table} ORDER BY {order}")
 
 
 def _decoded(r: dict) -> dict:
