@@ -385,9 +385,12 @@ def openai_row(session_id, msg) -> MessageRow:
     if not isinstance(msg, dict):
         raise InputError(f"a message must be a dict, not {type(msg).__name__}")
     extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS}
+    role_ = "tool" if msg.get("role") == "function" else msg.get("role")
+    # a participant's name, or a tool's beside another tool_name given: kept in metadata
+    named = "name" in msg and (role_ != "tool" or msg.get("tool_name", msg["name"]) != msg["name"])
     given_meta = msg.get("metadata")
     if given_meta is not None and not isinstance(given_meta, dict):
-        if extra:
+        if extra or named:
             raise InputError("metadata must be a dict when the message has other fields to keep in it")
         extra = given_meta  # stored as given (metadata_)
     elif given_meta:
@@ -396,11 +399,7 @@ def openai_row(session_id, msg) -> MessageRow:
         extra = {**given_meta, **{k: v for k, v in extra.items() if k not in clash}}
         if clash:
             extra["message_fields"] = clash
-    role_ = msg.get("role")
-    if role_ == "function":
-        role_ = "tool"
-    named = "name" in msg and (role_ != "tool" or msg.get("tool_name", msg["name"]) != msg["name"])
-    if named and isinstance(extra, dict):  # a participant's name, or one besides the tool_name given
+    if named:
         extra["name"] = msg["name"]
     content = msg.get("content")
     if isinstance(content, list):

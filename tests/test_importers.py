@@ -745,6 +745,13 @@ def test_add_openai_message_drops_no_value_that_another_field_names(tmp_path):
         m = ar.get_message(ar.add_openai_message("s", {"role": "user", "content": "x", "metadata": {"foo": 1, "k": 2},
                                                        "foo": 2, "k": 2, "bar": 3}))
         assert m["metadata"] == {"foo": 1, "k": 2, "bar": 3, "message_fields": {"foo": 2}}
+        # metadata given as text has no room for the name: refused, not dropped
+        from cjk_tokenizer.records import InputError
+
+        with pytest.raises(InputError, match="metadata must be a dict when the message has other fields"):
+            ar.add_openai_message("s", {"role": "user", "name": "alice", "content": "x", "metadata": "note"})
+        m = ar.get_message(ar.add_openai_message("s", {"role": "user", "content": "x", "metadata": "note"}))
+        assert m["metadata"] == "note"
 
 
 def test_a_copied_transcript_imported_while_its_original_imports_is_stored_once(tmp_path, monkeypatch):
