@@ -134,7 +134,7 @@ from .query import parse
 from .router import MAX_ROWID, Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
 from .snippet import ELLIPSIS, choose, placed
-from .timeutil import epoch_seconds
+from .timeutil import epoch_seconds, iso
 from .units import clean
 
 MAX_LIMIT = 1000
@@ -391,7 +391,7 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
         params.extend(excluded)
     lo, hi = _time("after", after), _time("before", before)
     if lo is not None and hi is not None and lo >= hi:
-        raise QueryError(f"empty time range: after ({after}) must be earlier than before ({before})")
+        raise QueryError(f"empty time range: after ({iso(lo)}) must be earlier than before ({iso(hi)})")
     if lo is not None:
         # a time another tool stored as text or Infinity (no time, as it reads: records.stored_time)
         # compares above every number: kept out of either bound, as NULL is

@@ -115,7 +115,6 @@ Errors never raise: the result is ``{"mode": ..., "error": {"code": ...,
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import unicodedata
 from contextvars import ContextVar
@@ -127,7 +126,7 @@ from .errors import CjkTokenizerError, QueryError, TimeValueError
 from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
 from .snippet import choose
-from .timeutil import epoch_seconds
+from .timeutil import epoch_seconds, iso
 
 __all__ = [
     "ARGUMENTS",
@@ -219,16 +218,6 @@ class SearchArgumentError(CjkTokenizerError, ValueError):
 
 
 # ---- small helpers -----------------------------------------------------------------
-
-
-def iso(ts) -> str | None:
-    """Epoch seconds as ISO-8601 UTC (``2024-05-01T12:00:00Z``), or None."""
-    if ts is None:
-        return None
-    try:
-        return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).isoformat().replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def _time(value, name: str) -> float | None:

@@ -27,7 +27,8 @@ archive reads the same on every machine.  A date alone is its midnight UTC.
 
 The result must lie in ``MIN_EPOCH .. MAX_EPOCH`` (1970-01-01T00:00:00Z to
 9999-12-31T23:59:59Z): milliseconds passed as seconds, NaN and infinities
-are refused instead of stored or compared.
+are refused instead of stored or compared.  :func:`iso` is the way back, for
+every time the package shows (results, errors).
 """
 from __future__ import annotations
 
@@ -134,3 +135,13 @@ def epoch_seconds(value, name: str) -> float:
         return _in_range(seconds, name, value)
     raise TimeValueError(f"{name} must be epoch seconds, an ISO-8601 string or a datetime, "
                          f"not {type(value).__name__}")
+
+
+def iso(ts) -> str | None:
+    """Epoch seconds as ISO-8601 UTC (``2024-05-01T12:00:00Z``), or None."""
+    if ts is None:
+        return None
+    try:
+        return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return None

@@ -147,6 +147,20 @@ def test_cli_refuses_a_bad_time_in_one_line_naming_the_option(ar, capsys, value)
     assert err.count("\n") == 1 and "--before" in err and "Traceback" not in err
 
 
+def test_an_empty_range_shows_both_times_as_iso_on_every_entry_point(ar, capsys):
+    """The same empty range reads the same everywhere: as the ISO times the values mean,
+    not as epoch seconds the caller never typed (the CLI converts its options first)."""
+    want = ("2024-06-01T00:00:00Z", "2024-05-01T00:00:00Z")
+    assert main(["search", ar.path, "needle", "--after", "2024-06-01", "--before", "2024-05-01"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(t in err for t in want), err
+    with pytest.raises(QueryError) as exc:
+        ar.search("needle", after=T0 + 31 * 86400, before=T0)
+    assert all(t in str(exc.value) for t in want), exc.value
+    tool = json.loads(handle_session_search(ar, {"query": "needle", "after": "2024-06-01", "before": "2024-05-01"}))
+    assert all(t in tool["error"]["message"] for t in want), tool
+
+
 def test_naive_means_utc_whatever_the_machine_zone(tmp_path):
     old = os.environ.get("TZ")
     os.environ["TZ"] = "Asia/Tokyo"
