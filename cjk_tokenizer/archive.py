@@ -71,7 +71,7 @@ import apsw
 from . import indexing, records
 from .constants import MMAP_SIZE
 from .db import check_mmap_size, connect, immediate, snapshot, use_wal
-from .errors import ArchiveError, ExtensionError
+from .errors import ArchiveError, ExtensionError, shown
 from .indexing import Indexes
 from .loader import load
 from .records import MESSAGE_COLUMNS, InputError, MessageRow
@@ -164,6 +164,13 @@ def _session(row) -> dict:
     out = _read(_SESSION_KEYS, row)
     out["metadata"] = _maybe_json(out["metadata"]) or {}
     return out
+
+
+def _row_count(name: str, value) -> int:
+    """A limit or offset of rows (an int >= 0) as SQLite binds it: past 2^63-1 every row is the same."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, not {shown(value)}")
+    return min(value, 2**63 - 1)
 
 
 def _no_such_id(session_id) -> bool:
@@ -263,9 +270,13 @@ class Archive:
         self._fold_variants_arg = fold_variants
         # every argument is checked before the file is touched: a bad one leaves no file behind
         routes = None if indexes is None else _check_routes(indexes)
-        for name, value in (("busy_timeout", busy_timeout), ("auto_catch_up", auto_catch_up)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValueError(f"{name} must be a number >= 0, not {value!r}"[:200])
+        # SQLite takes the busy timeout as an int of milliseconds
+        for name, value, most in (("busy_timeout", busy_timeout, (2**31 - 1) // 1000),
+                                  ("auto_catch_up", auto_catch_up, None)):
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0
+                    or (most is not None and not value <= most)):
+                upto = "" if most is None else f" and <= {most:,}"
+                raise ValueError(f"{name} must be a number >= 0{upto}, not {shown(value)}")
         self.fold_variants = False
         self._lock = threading.RLock()
         self._reading = 0  # depth of reading() blocks (_check_writable)
@@ -740,14 +751,13 @@ class Archive:
             raise ValueError(f"order must be 'asc' or 'desc', not {order!r}")
         if _no_such_id(session_id):
             return []
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be a non-negative int or None, not {limit!r}")
+        limit = None if limit is None else _row_count("limit", limit)
         where, args = ["session_id = ?"], [session_id]
         for name, value, op in (("after_id", after_id, ">"), ("before_id", before_id, "<")):
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{name} must be a message id (an int) or None, not {value!r}")
+                raise ValueError(f"{name} must be a message id (an int) or None, not {shown(value)}")
             where.append(f"id {op} ?")
             args.append(max(-(2**63), min(value, 2**63 - 1)))
         sql = f"SELECT {_MSG_COLS} FROM messages WHERE {' AND '.join(where)} ORDER BY id {order.upper()}"
@@ -771,10 +781,11 @@ class Archive:
         # it counts as no time, as it reads (records.stored_time).  The page is chosen first,
         # and only its rows' columns are read (as every row's would be, for the sort)
         page, args = "", []
+        offset = _row_count("offset", offset)
         if limit is not None:
-            page, args = " LIMIT ? OFFSET ?", [int(limit), int(offset)]
+            page, args = " LIMIT ? OFFSET ?", [_row_count("limit", limit), offset]
         elif offset:
-            page, args = " LIMIT -1 OFFSET ?", [int(offset)]
+            page, args = " LIMIT -1 OFFSET ?", [offset]
         keys = f"{_time_key('last_active')} AS k1, {_time_key('started_at')} AS k2, id AS k3"
         sql = (f"WITH page AS (SELECT rowid AS r, {keys} FROM sessions ORDER BY k1 DESC, k2 DESC, k3{page}) "
                f"SELECT {_SESSION_COLS} FROM page JOIN sessions ON sessions.rowid = page.r "

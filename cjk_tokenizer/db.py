@@ -14,14 +14,16 @@ from urllib.parse import quote
 import apsw
 
 from .constants import MMAP_SIZE
+from .errors import shown
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 def check_mmap_size(mmap_size) -> int:
     """``mmap_size`` as an int >= 0, else a ValueError naming it."""
-    if type(mmap_size) is not int or mmap_size < 0:
-        raise ValueError(f"mmap_size must be a whole number of bytes >= 0 (0: no memory map), not {mmap_size!r}")
+    if type(mmap_size) is not int or not 0 <= mmap_size < 2**63:
+        raise ValueError(f"mmap_size must be a whole number of bytes >= 0 (0: no memory map) and below 2^63, "
+                         f"not {shown(mmap_size)}")
     return mmap_size
 
 

@@ -24,3 +24,17 @@ class QueryError(CjkTokenizerError, ValueError):
 class TimeValueError(CjkTokenizerError, ValueError):
     """A time value (a timestamp, ``after``, ``before``, ``started_at``) that is not
     one the package accepts; the message names the argument (rules: timeutil.py)."""
+
+
+def shown(value, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, at most ``limit`` characters.
+
+    An error names the value a caller got wrong without quoting it at any
+    length, and an integer too long for Python to write as text (over 4,300
+    digits: ``sys.get_int_max_str_digits``) is described by its size instead
+    of raising ``ValueError`` from inside the message."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        sign = "a negative" if value < 0 else "an"
+        return f"{sign} integer of about {round(value.bit_length() * 0.30103):,} digits"
+    text = repr(value[:limit + 1] if isinstance(value, (str, bytes)) else value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

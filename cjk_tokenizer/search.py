@@ -128,7 +128,7 @@ from typing import Any, Iterable
 from . import _native, records
 from .compiler import BM25_WEIGHTS, FOLD, TERM_MATCH, inline_params, table
 from .constants import ROLES, SORTS
-from .errors import QueryError, TimeValueError
+from .errors import QueryError, TimeValueError, shown
 from .evaluate import all_matches, checking, matched_terms, sql_term_match
 from .query import parse
 from .router import MAX_ROWID, Plan, plan as make_plan
@@ -162,6 +162,7 @@ WALK_FIRST = 2_000
 WALK_GROWTH = 8
 SNIPPET_CHARS = 160
 MIN_SNIPPET_CHARS = 20
+MAX_SNIPPET_CHARS = 1_000_000  # more than a message has shows it whole; the bound keeps it a C int
 AUX_FUNCTION = "cjk_match"
 RANK_FUNCTION = "cjk_rank"
 
@@ -405,11 +406,13 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
 
 def _check(sort, limit, snippet_chars):
     if sort not in SORTS:
-        raise QueryError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        raise QueryError(f"sort must be one of {', '.join(SORTS)}, not {shown(sort)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise QueryError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {limit!r}")
-    if isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int) or snippet_chars < MIN_SNIPPET_CHARS:
-        raise QueryError(f"snippet_chars must be an integer >= {MIN_SNIPPET_CHARS}, not {snippet_chars!r}")
+        raise QueryError(f"limit must be an integer from 1 to {MAX_LIMIT}, not {shown(limit)}")
+    if (isinstance(snippet_chars, bool) or not isinstance(snippet_chars, int)
+            or not MIN_SNIPPET_CHARS <= snippet_chars <= MAX_SNIPPET_CHARS):
+        raise QueryError(f"snippet_chars must be an integer from {MIN_SNIPPET_CHARS} to {MAX_SNIPPET_CHARS:,}, "
+                         f"not {shown(snippet_chars)}")
 
 
 def paging(sort, offset, cursor) -> tuple[str, int, int | None]:
@@ -419,7 +422,7 @@ def paging(sort, offset, cursor) -> tuple[str, int, int | None]:
     (relevance) gets the cursor's, an explicit other sort is an error."""
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
         raise QueryError(f"offset must be an integer from 0 to {MAX_OFFSET:,} (go further with a cursor or "
-                         f"after/before), not {offset!r}")
+                         f"after/before), not {shown(offset)}")
     if cursor is None:
         return sort, offset, None
     kind, _, last = cursor.partition(":") if isinstance(cursor, str) else ("", "", "")
@@ -443,8 +446,9 @@ def _check_bound(bound):
     """The bound to use: "default" is RELEVANCE_BOUND as it is at the call."""
     if isinstance(bound, str) and bound == "default":
         return RELEVANCE_BOUND
-    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or bound < 1):
-        raise QueryError(f"relevance_bound must be a positive integer or None (score every match), not {bound!r}")
+    if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int) or not 1 <= bound <= MAX_ROWID):
+        raise QueryError(f"relevance_bound must be an integer from 1 to 2^63-1, or None (score every match), "
+                         f"not {shown(bound)}")
     return bound
 
 

@@ -122,7 +122,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Iterable, Mapping
 
 from . import _native
-from .errors import CjkTokenizerError, QueryError, TimeValueError
+from .errors import CjkTokenizerError, QueryError, TimeValueError, shown
 from .constants import DEFAULT_SORT, ROLES, SORTS
 from .search import paging
 from .snippet import choose
@@ -388,15 +388,21 @@ def _match_focus(message: dict, column: str | None, hit) -> tuple[int, int] | No
 # ---- argument checks -----------------------------------------------------------------
 
 
-def _int(name: str, value, allow_digits: bool = False):
+def _int(name: str, value, allow_digits: bool = False, bounded: bool = True):
     if value is None:
         return None
     if allow_digits and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        return int(value.strip())
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise SearchArgumentError("bad_argument", f"{name} must be an integer, not {value!r}", name)
+        value = value.strip()
+        value = int(value) if len(value) <= 20 else 2**64  # past any rowid, and past what int() writes
+    elif isinstance(value, bool) or not isinstance(value, int):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise SearchArgumentError("bad_argument", f"{name} must be an integer, not {shown(value)}", name)
+        value = int(value)
+    # a count past any archive's is clamped and reported with the number asked for (_clamp);
+    # one too long to write in that report (errors.shown) is refused instead
+    if bounded and value.bit_length() > 256:
+        raise SearchArgumentError("bad_argument", f"{name} must be an integer of at most 77 digits, "
+                                                  f"not {shown(value)}", name)
     return value
 
 
@@ -481,9 +487,9 @@ def _given(raw: Mapping[str, Any]) -> dict:
 
 def _check_ids_and_counts(given: dict) -> dict:
     out = {"query": _str("query", given.get("query")), "session_id": _str("session_id", given.get("session_id"))}
-    anchor = _int("around_message_id", given.get("around_message_id"), allow_digits=True)
+    anchor = _int("around_message_id", given.get("around_message_id"), allow_digits=True, bounded=False)
     if anchor is not None and not 0 < anchor < 2**63:
-        raise SearchArgumentError("unknown_message", f"no message with id {anchor} "
+        raise SearchArgumentError("unknown_message", f"no message with id {shown(given['around_message_id'])} "
                                                      "(message ids are positive integers)", "around_message_id")
     out["around_message_id"] = anchor
     out["window"] = _int("window", given.get("window"))

@@ -36,7 +36,7 @@ import calendar
 import datetime as _dt
 import re
 
-from .errors import TimeValueError
+from .errors import TimeValueError, shown
 
 __all__ = ["MAX_EPOCH", "MIN_EPOCH", "FORMATS_HELP", "epoch_seconds"]
 
@@ -90,9 +90,9 @@ def _iso_seconds(text: str) -> float | None:
     return (day - _EPOCH_DAY) * 86400 + hour * 3600 + minute * 60 + second - offset + fraction
 
 
-def _in_range(seconds, name: str, shown) -> float:
+def _in_range(seconds, name: str, given) -> float:
     if not (MIN_EPOCH <= seconds <= MAX_EPOCH):  # False for NaN too
-        raise TimeValueError(f"{name}={shown!r} is outside the accepted range: epoch seconds from "
+        raise TimeValueError(f"{name}={shown(given)} is outside the accepted range: epoch seconds from "
                              f"{MIN_EPOCH} to {MAX_EPOCH} (1970-01-01 .. 9999-12-31 UTC)")
     return float(seconds)
 

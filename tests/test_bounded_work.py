@@ -165,3 +165,68 @@ def test_a_multi_megabyte_row_costs_memory_near_its_size(tmp_path, query):
     assert "needle" in out["snippet"] or "大别山修改" in out["snippet"]
     grown = out["kib"] * 1024
     assert grown < 4 * out["row_bytes"], f"peak grew by {grown / 2**20:.0f} MiB for a {out['row_bytes'] / 2**20:.1f} MiB row"
+
+
+HUGE = 10**5000  # past the 4,300 digits Python writes as text: no error message may try to
+
+
+@pytest.fixture(scope="module")
+def one_message_archive(tmp_path_factory):
+    from cjk_tokenizer import Archive
+
+    ar = Archive(tmp_path_factory.mktemp("huge") / "a.db")
+    for i in range(3):
+        ar.add_message("s", "user", f"部署 needle {i}")
+    yield ar
+    ar.close()
+
+
+@pytest.mark.parametrize("value", [HUGE, -HUGE, 2**63, 2**64], ids=["huge", "-huge", "2^63", "2^64"])
+@pytest.mark.parametrize("name", ["limit", "offset", "after", "before", "snippet_chars", "relevance_bound"])
+def test_search_names_an_out_of_range_integer_in_one_short_line(one_message_archive, name, value):
+    from cjk_tokenizer import QueryError
+
+    with pytest.raises(QueryError, match=name) as exc:
+        one_message_archive.search("needle", **{name: value})
+    assert "\n" not in str(exc.value) and len(str(exc.value)) < 300
+
+
+@pytest.mark.parametrize("value", [HUGE, -HUGE], ids=["huge", "-huge"])
+@pytest.mark.parametrize("name", ["limit", "offset", "window", "after", "before", "around_message_id"])
+def test_session_search_names_an_out_of_range_integer(one_message_archive, name, value):
+    args = {"session_id": "s"} if name in ("around_message_id", "window") else {"query": "needle"}
+    if name == "window":
+        args["around_message_id"] = 1
+    err = one_message_archive.session_search(**args, **{name: value})["error"]
+    code = "unknown_message" if name == "around_message_id" else "bad_argument"  # an id no message has
+    assert err["code"] == code and err["argument"] == name and len(err["message"]) < 300, err
+
+
+def test_the_agent_tool_reads_a_message_id_of_5000_digits_as_out_of_range(one_message_archive):
+    import json
+
+    from cjk_tokenizer.agent_tool import handle_session_search
+
+    out = json.loads(handle_session_search(one_message_archive, '{"session_id": "s", "around_message_id": "%s"}'
+                                           % ("1" * 5000)))
+    assert out["error"]["argument"] == "around_message_id" and len(out["error"]["message"]) < 300, out
+
+
+def test_archive_reads_bind_any_count_of_rows(one_message_archive):
+    ar = one_message_archive
+    assert [s["id"] for s in ar.sessions(limit=HUGE)] == ["s"] and ar.sessions(offset=HUGE) == []
+    assert len(ar.messages_of("s", limit=HUGE)) == 3 and ar.messages_of("s", after_id=HUGE) == []
+    for call in (lambda: ar.sessions(limit=-1), lambda: ar.sessions(offset="2"), lambda: ar.messages_of("s", limit=1.5)):
+        with pytest.raises(ValueError, match="limit|offset"):
+            call()
+
+
+@pytest.mark.parametrize("name, value", [("busy_timeout", HUGE), ("busy_timeout", float("inf")),
+                                         ("busy_timeout", 2**31), ("mmap_size", HUGE), ("mmap_size", 2**63)],
+                         ids=["busy-huge", "busy-inf", "busy-2^31", "mmap-huge", "mmap-2^63"])
+def test_archive_refuses_an_out_of_range_option_before_making_a_file(tmp_path, name, value):
+    from cjk_tokenizer import Archive
+
+    with pytest.raises(ValueError, match=name) as exc:
+        Archive(tmp_path / "o.db", **{name: value})
+    assert len(str(exc.value)) < 200 and not os.path.exists(tmp_path / "o.db")
