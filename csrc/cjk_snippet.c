@@ -183,6 +183,10 @@ int cjk_is_extender(unsigned cp) {
   if (cp == 0x200D) return 1;                      /* zero-width joiner */
   if (cp >= 0x1F3FB && cp <= 0x1F3FF) return 1;    /* emoji skin-tone modifiers */
   if (cp >= 0xE0020 && cp <= 0xE007F) return 1;    /* emoji tag characters */
+  /* the half-width voiced sound marks (Lm): the tokenizer reads ｶﾞ as one ガ */
+  if (cp == 0xFF9E || cp == 0xFF9F) return 1;
+  /* Hangul vowel and final jamo (Lo): with the jamo before them, one syllable (NFD text) */
+  if ((cp >= 0x1160 && cp <= 0x11FF) || (cp >= 0xD7B0 && cp <= 0xD7FF)) return 1;
   if (cp < aMark[0][0]) return 0;
   while (lo <= hi) {
     int mid = lo + (hi - lo) / 2;

@@ -32,7 +32,9 @@
 ** White space at either edge is trimmed.  A
 ** character is never split from what extends it: a window edge does not fall
 ** before a combining mark (General Category M, variation selectors included),
-** an emoji skin-tone modifier or tag, nor after a zero-width joiner -- the
+** a half-width voiced sound mark (U+FF9E, U+FF9F: ｶﾞ reads as ガ), a Hangul
+** vowel or final jamo (U+1160..U+11FF, U+D7B0..U+D7FF: a syllable of NFD
+** text), an emoji skin-tone modifier or tag, nor after a zero-width joiner -- the
 ** edge moves inward, or outward when the focus itself starts or ends there,
 ** to the cluster's edge, when the budget allows and that edge is not inside
 ** another highlight (else it stays at the focus).  White space joins

@@ -12,6 +12,12 @@ from cjk_tokenizer import _native, snippet
 from cjk_tokenizer.snippet import ELLIPSIS, choose, make_snippet
 
 
+def _joins_before(cp: int) -> bool:
+    """Letters that are one character with the one before them: the half-width voiced sound
+    marks (ｶﾞ is ガ to the tokenizer) and Hangul vowel and final jamo (a syllable in NFD)."""
+    return cp in (0xFF9E, 0xFF9F) or 0x1160 <= cp <= 0x11FF or 0xD7B0 <= cp <= 0xD7FF
+
+
 def test_the_mark_table_is_unicode_general_category_m():
     # the C table is Unicode 14.0's; a newer Python only adds marks
     exact = unicodedata.unidata_version == "14.0.0"
@@ -21,8 +27,8 @@ def test_the_mark_table_is_unicode_general_category_m():
         ch = chr(cp)
         is_mark = unicodedata.category(ch).startswith("M")
         c_says = _native.is_extender(ch)
-        if cp == 0x200D or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F:
-            assert c_says, hex(cp)  # joiner, skin tones, tags: extenders though not marks
+        if cp == 0x200D or 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F or _joins_before(cp):
+            assert c_says, hex(cp)  # joiner, skin tones, tags, voicing, jamo: extenders though not marks
         elif exact or not is_mark:
             assert c_says == is_mark, hex(cp)
 
@@ -212,3 +218,23 @@ def test_text_without_spaces_around_a_match_is_shown_not_dropped(filler):
     at = text.index("needle")
     out = choose(text, [(at, at + 6, 0)], 80)
     assert len(out.text) >= 60 and "needle" in out.text, out.text
+
+
+@pytest.mark.parametrize("unit", ["ｶﾞ", "ﾊﾟ", unicodedata.normalize("NFD", "한"), unicodedata.normalize("NFD", "각")])
+def test_a_window_never_splits_half_width_voicing_or_an_nfd_hangul_syllable(unit, tmp_path):
+    w = len(unit)
+    for k in range(2 * w):
+        text = unit * 40 + "x" * k + "目標" + unit * 40
+        s = text.index("目標")
+        for budget in (20, 21, 31, 40):
+            a, b, *_ = _native.snippet_window(text, [(s, s + 2, 0)], budget)
+            assert not _joins_before(ord(text[a])), (unit, k, budget, a)
+            assert b == len(text) or not _joins_before(ord(text[b])), (unit, k, budget, b)
+    # the same through cjk_match on the cjk route
+    from cjk_tokenizer import Archive
+
+    with Archive(tmp_path / "a.db") as ar:
+        ar.add_message("s", "user", unit * 103 + "目標" + unit * 103)
+        hit, = ar.search("目標")
+        body = hit.snippet.strip(ELLIPSIS)
+        assert hit.route == "cjk" and not _joins_before(ord(body[0])) and body.endswith(unit), hit.snippet
