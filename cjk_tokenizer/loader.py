@@ -51,13 +51,17 @@ def _extension_file() -> str:
 def _load_apsw(conn, path: str) -> None:
     import apsw
 
-    conn.enable_load_extension(True)
+    # the C API's switch only (the SQL function load_extension() stays as it is), and put
+    # back as the caller had it: a connection that could load extensions before still can
+    flag = apsw.SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION
+    was = conn.config(flag, -1)
+    conn.config(flag, 1)
     try:
         conn.load_extension(path, ENTRY_POINT)
     except apsw.Error as exc:
         raise ExtensionError(f"SQLite {apsw.sqlite_lib_version()} could not load {TOKENIZER}: {exc}") from exc
     finally:
-        conn.enable_load_extension(False)
+        conn.config(flag, was)
 
 
 def _load_stdlib(conn, path: str) -> None:
@@ -68,6 +72,9 @@ def _load_stdlib(conn, path: str) -> None:
             "this Python's sqlite3 module was built without extension loading "
             "(no Connection.enable_load_extension); use an apsw.Connection instead"
         )
+    # Python >= 3.12 can say whether loading was on (then it stays on)
+    flag = getattr(sqlite3, "SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION", None)
+    was = bool(conn.getconfig(flag)) if flag is not None and hasattr(conn, "getconfig") else False
     conn.enable_load_extension(True)
     try:
         try:  # Python >= 3.12 takes the entry point
@@ -77,7 +84,7 @@ def _load_stdlib(conn, path: str) -> None:
     except sqlite3.Error as exc:
         raise ExtensionError(f"SQLite {sqlite3.sqlite_version} could not load {TOKENIZER}: {exc}") from exc
     finally:
-        conn.enable_load_extension(False)
+        conn.enable_load_extension(was)
 
 
 def load(conn: C) -> C:

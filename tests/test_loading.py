@@ -330,3 +330,13 @@ def test_the_shell_loads_the_library_from_a_path_with_spaces(tmp_path, sqlite3_s
     monkeypatch.setattr(loader, "loadable_path", lambda: str(copy))
     shell_row, = [r for r in host_report() if r[0].startswith("sqlite3 shell")]
     assert shell_row[2] and "loads" in shell_row[1], shell_row
+
+
+def test_load_leaves_extension_loading_as_the_caller_had_it():
+    off = cjk_tokenizer.load(apsw.Connection(":memory:"))
+    with pytest.raises(apsw.ExtensionLoadingError):
+        off.load_extension(cjk_tokenizer.loadable_path())
+    on = apsw.Connection(":memory:")
+    on.enable_load_extension(True)
+    cjk_tokenizer.load(on)
+    on.load_extension(cjk_tokenizer.loadable_path())  # still allowed, as before the call
