@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import copy
 import json
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .constants import ROLES, SORTS
 from .session_search import respond
+
+if TYPE_CHECKING:
+    from .archive import Archive
 
 __all__ = [
     "SESSION_SEARCH_TOOL_ANTHROPIC",
@@ -142,13 +146,13 @@ _PROPERTIES = {
 }
 
 
-def parameters_schema() -> dict:
+def parameters_schema() -> dict[str, Any]:
     """The JSON Schema of the tool's arguments (a fresh copy)."""
     return {"type": "object", "properties": copy.deepcopy(_PROPERTIES), "required": [],
             "additionalProperties": False}
 
 
-def tool_definitions() -> dict:
+def tool_definitions() -> dict[str, dict[str, Any]]:
     """``{"openai": ..., "anthropic": ...}``: fresh copies of both tool definitions."""
     return {
         "openai": {"type": "function",
@@ -188,7 +192,7 @@ def _parse(arguments) -> tuple[dict | None, dict | None]:
     return arguments, None
 
 
-def handle_session_search(archive, arguments) -> str:
+def handle_session_search(archive: Archive, arguments: str | bytes | bytearray | Mapping[str, Any] | None) -> str:
     """Run the tool for ``arguments`` (JSON text or dict); the JSON result as a string."""
     try:
         # strict JSON (no NaN/Infinity, which JSON.parse and other hosts refuse), made inside

@@ -64,7 +64,7 @@ import threading
 import uuid
 import warnings
 from contextlib import contextmanager
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Literal
 
 import apsw
 
@@ -78,7 +78,7 @@ from .records import MESSAGE_COLUMNS, InputError, MessageRow
 
 if TYPE_CHECKING:
     from .importers.driver import ImportReport
-    from .search import Hit
+    from .search import Hits
 from .schema import (
     ADOPT_SESSIONLESS,
     BASE_DDL,
@@ -97,6 +97,8 @@ from .schema import (
     user_version,
 )
 from .schema import fold_variants as fold_variants_of
+from .search import SNIPPET_CHARS
+from .timeutil import TimeValue
 
 __all__ = ["Archive", "ArchiveError", "InputError", "Progress"]
 
@@ -206,6 +208,12 @@ def _writable(path: str) -> bool:
     return os.access(path, os.W_OK) and os.access(folder, os.W_OK)
 
 
+def _busy_ms(seconds: float) -> int:
+    """busy_timeout in SQLite's unit (milliseconds, a C int): longer waits, infinity
+    included, are its longest, about 24.8 days."""
+    return 2**31 - 1 if seconds * 1000 >= 2**31 - 1 else int(seconds * 1000)
+
+
 def _check_routes(indexes) -> tuple[str, ...]:
     if isinstance(indexes, str):
         raise ValueError(f"indexes must be a collection of route names, e.g. ({indexes!r},)")
@@ -238,7 +246,8 @@ class Archive:
                    cannot.
     indexes        routes to build for a new archive / to add to an existing
                    one (see the module doc); None: default or as configured.
-    busy_timeout   seconds to wait for another writer's lock.
+    busy_timeout   seconds to wait for another writer's lock; past SQLite's longest wait
+                   (2^31-1 ms, about 24.8 days), ``float("inf")`` included, that longest.
     synchronous    SQLite's PRAGMA synchronous (see db.connect).
     auto_catch_up  at open, bring stale/new indexes up to date if no more
                    than this many rows are behind (0: never; then call
@@ -270,13 +279,9 @@ class Archive:
         self._fold_variants_arg = fold_variants
         # every argument is checked before the file is touched: a bad one leaves no file behind
         routes = None if indexes is None else _check_routes(indexes)
-        # SQLite takes the busy timeout as an int of milliseconds
-        for name, value, most in (("busy_timeout", busy_timeout, (2**31 - 1) // 1000),
-                                  ("auto_catch_up", auto_catch_up, None)):
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0
-                    or (most is not None and not value <= most)):
-                upto = "" if most is None else f" and <= {most:,}"
-                raise ValueError(f"{name} must be a number >= 0{upto}, not {shown(value)}")
+        for name, value in (("busy_timeout", busy_timeout), ("auto_catch_up", auto_catch_up)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValueError(f"{name} must be a number >= 0, not {shown(value)}")
         self.fold_variants = False
         self._lock = threading.RLock()
         self._reading = 0  # depth of reading() blocks (_check_writable)
@@ -313,7 +318,7 @@ class Archive:
         """Open the connection and bring the file to a usable state (writing only if not ``readonly``)."""
         self.readonly = readonly
         try:
-            self._conn = connect(self.path, busy_timeout_ms=int(busy_timeout * 1000), synchronous=synchronous,
+            self._conn = connect(self.path, busy_timeout_ms=_busy_ms(busy_timeout), synchronous=synchronous,
                                  readonly=readonly, mmap_size=mmap_size)
         except apsw.NotADBError:
             raise ArchiveError(f"{self.path} is not a SQLite database") from None
@@ -385,10 +390,10 @@ class Archive:
             if self._conn is not None:
                 self._conn.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Archive:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _check_file(self) -> None:
@@ -473,7 +478,7 @@ class Archive:
     # ------------------------------------------------------------------ writing
 
     def add_session(self, session_id: str | None = None, *, title: str | None = None, source: str | None = None,
-                    started_at: float | str | None = None, metadata: dict | None = None) -> str:
+                    started_at: TimeValue | None = None, metadata: dict[str, Any] | None = None) -> str:
         """Create a session and return its id (a new uuid4 string if none is given)."""
         sid = str(uuid.uuid4()) if session_id is None else records.ident(session_id, "session_id")
         row = (sid, records.text(title, "title"), records.text(source, "source"),
@@ -488,7 +493,7 @@ class Archive:
         return sid
 
     def update_session(self, session_id: str, *, title: str | None = _UNSET, source: str | None = _UNSET,
-                       metadata: dict | None = _UNSET) -> bool:
+                       metadata: dict[str, Any] | None = _UNSET) -> bool:
         """Change a session's title, source or metadata; False if there is no such session."""
         if _no_such_id(session_id):
             return False
@@ -536,8 +541,9 @@ class Archive:
         return self._conn.last_insert_rowid()
 
     def add_message(self, session_id: str, role: str, content: str | None = None, *, reasoning: str | None = None,
-                    tool_name: str | None = None, tool_calls: list | None = None, tool_call_id: str | None = None,
-                    timestamp: float | str | None = None, metadata: dict | None = None) -> int:
+                    tool_name: str | None = None, tool_calls: list[Any] | dict[str, Any] | str | None = None,
+                    tool_call_id: str | None = None,
+                    timestamp: TimeValue | None = None, metadata: dict[str, Any] | None = None) -> int:
         """Append one message and return its id.
 
         ``role`` is one of constants.ROLES; ``tool_calls`` a list or dict (stored
@@ -550,12 +556,12 @@ class Archive:
                                   metadata=metadata)
         return self._write(lambda: self._insert(row))
 
-    def add_openai_message(self, session_id: str, msg: dict) -> int:
+    def add_openai_message(self, session_id: str, msg: dict[str, Any]) -> int:
         """Append an OpenAI-style message dict (see records.py for what is accepted)."""
         row = records.openai_row(session_id, msg)
         return self._write(lambda: self._insert(row))
 
-    def add_messages(self, session_id: str, messages: Iterable[dict]) -> list[int]:
+    def add_messages(self, session_id: str, messages: Iterable[dict[str, Any]]) -> list[int]:
         """Append OpenAI-style message dicts in one transaction; all or nothing."""
         sid = records.ident(session_id, "session_id")
         rows = []
@@ -566,7 +572,7 @@ class Archive:
                 raise InputError(f"message #{i}: {exc}") from None
         return self._write(lambda: [self._insert(row) for row in rows])
 
-    def bulk_import(self, messages: Iterable[dict], *, session_id: str | None = None, batch_size: int = 2000,
+    def bulk_import(self, messages: Iterable[dict[str, Any]], *, session_id: str | None = None, batch_size: int = 2000,
                     progress: Callable[[int], Any] | None = None) -> int:
         """Append many OpenAI-style dicts fast: one transaction per batch.
 
@@ -640,8 +646,8 @@ class Archive:
             conn.execute("DELETE FROM temp.bulk_staging")
 
     def update_message(self, message_id: int, *, content: str | None = _UNSET, reasoning: str | None = _UNSET,
-                       tool_name: str | None = _UNSET, tool_calls: list | None = _UNSET,
-                       timestamp: float | str | None = _UNSET, metadata: dict | None = _UNSET) -> bool:
+                       tool_name: str | None = _UNSET, tool_calls: list[Any] | dict[str, Any] | str | None = _UNSET,
+                       timestamp: TimeValue | None = _UNSET, metadata: dict[str, Any] | None = _UNSET) -> bool:
         """Change fields of a message (indexes follow); False if there is no such message."""
         sets, args = [], []
         for name, value in (("content", content), ("reasoning", reasoning), ("tool_name", tool_name)):
@@ -731,7 +737,7 @@ class Archive:
 
     # ------------------------------------------------------------------ reading
 
-    def get_message(self, message_id: int) -> dict | None:
+    def get_message(self, message_id: int) -> dict[str, Any] | None:
         """The message with this id, or None."""
         mid = records.message_id(message_id)
         if mid is None:
@@ -741,7 +747,7 @@ class Archive:
         return None if row is None else _message(row)
 
     def messages_of(self, session_id: str, *, after_id: int | None = None, before_id: int | None = None,
-                    limit: int | None = None, order: str = "asc") -> list[dict]:
+                    limit: int | None = None, order: str = "asc") -> list[dict[str, Any]]:
         """A session's messages by id: those with after_id < id < before_id, ``limit`` of them.
 
         ``order="asc"`` gives the first ones oldest first; ``"desc"`` the last
@@ -767,7 +773,7 @@ class Archive:
         with self._lock:
             return [_message(r) for r in self._conn.execute(sql, args)]
 
-    def session(self, session_id: str) -> dict | None:
+    def session(self, session_id: str) -> dict[str, Any] | None:
         """A session with its message_count and last_active time, or None."""
         if _no_such_id(session_id):
             return None
@@ -775,7 +781,7 @@ class Archive:
             row = self._conn.execute(f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _session(row)
 
-    def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict]:
+    def sessions(self, *, limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
         """Sessions, most recently active first (those with no messages last)."""
         # a time another tool stored as text (or Infinity) sorts above every number in SQLite:
         # it counts as no time, as it reads (records.stored_time).  The page is chosen first,
@@ -809,17 +815,21 @@ class Archive:
     # ------------------------------------------------------------------ search (search.py)
 
     def search(self, query: str, *, include_reasoning: bool = False, roles: Iterable[str] | None = None,
-               session_id: str | None = None, after: float | str | None = None, before: float | str | None = None,
+               session_id: str | None = None, after: TimeValue | None = None, before: TimeValue | None = None,
                sort: str = "relevance", limit: int = 20, route: str | None = None, offset: int = 0,
                cursor: str | None = None, exclude_session_ids: Iterable[str] | None = None,
-               **options: Any) -> list[Hit]:
+               snippet_chars: int = SNIPPET_CHARS, relevance_bound: int | None | Literal["default"] = "default",
+               rank_floor: int | None = None) -> Hits:
         """Find messages; see search.py for the query language, filters, paging and Hit fields.
 
         Returns a list of Hit with ``next_cursor`` (search.Hits): pass it as
         ``cursor=`` for the next newest/oldest page; ``offset`` pages any sort.
+        ``snippet_chars`` (20 or more), ``relevance_bound`` (None: score every
+        match) and ``rank_floor`` (a result's ``rank_floor``) are search.run_search's.
+        Bad arguments raise QueryError.
 
         Only live indexes this host can tokenize are used (``indexes.live()``,
-        read afresh on every call); ``options`` go to search.run_search as is.
+        read afresh on every call).
         """
         from .search import run_search
 
@@ -829,7 +839,8 @@ class Archive:
                               include_reasoning=include_reasoning, roles=roles, session_id=session_id,
                               after=after, before=before, sort=sort, limit=limit, route=route, offset=offset,
                               cursor=cursor, exclude_session_ids=exclude_session_ids,
-                              fold_variants=self.fold_variants, **options)
+                              fold_variants=self.fold_variants, snippet_chars=snippet_chars,
+                              relevance_bound=relevance_bound, rank_floor=rank_floor)
 
     @contextmanager
     def reading(self) -> Iterator["Archive"]:
@@ -845,8 +856,8 @@ class Archive:
                 self._reading -= 1
 
     def count_by_session(self, query: str, session_ids: Iterable[str], *, include_reasoning: bool = False,
-                         roles: Iterable[str] | None = None, after: float | str | None = None,
-                         before: float | str | None = None) -> dict[str, int]:
+                         roles: Iterable[str] | None = None, after: TimeValue | None = None,
+                         before: TimeValue | None = None) -> dict[str, int]:
         """How many messages of each session in ``session_ids`` match ``query``.
 
         :param query: as for :meth:`search`.
@@ -862,7 +873,7 @@ class Archive:
                                     include_reasoning=include_reasoning, roles=roles, after=after, before=before,
                                     fold_variants=self.fold_variants)
 
-    def explain(self, query: str, **options: Any) -> dict:
+    def explain(self, query: str, **options: Any) -> dict[str, Any]:
         """Which route(s) would serve ``query`` on this archive now, and why.
 
         ``sql=True`` adds the statements a ``search`` with the same arguments
@@ -878,9 +889,9 @@ class Archive:
     def session_search(self, query: str | None = None, session_id: str | None = None,
                        around_message_id: int | None = None, window: int | None = None, limit: int | None = None,
                        include_reasoning: bool = False, roles: Iterable[str] | None = None,
-                       after: float | str | None = None, before: float | str | None = None, sort: str | None = None,
+                       after: TimeValue | None = None, before: TimeValue | None = None, sort: str | None = None,
                        exclude_session_ids: Iterable[str] | None = None, offset: int | None = None,
-                       cursor: str | None = None) -> dict:
+                       cursor: str | None = None) -> dict[str, Any]:
         """The agents' tool: discovery, scroll, read or browse, inferred from the arguments.
 
         Returns a JSON-serializable dict; errors come back inside it, never as

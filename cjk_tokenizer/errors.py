@@ -2,7 +2,10 @@
 
 
 class CjkTokenizerError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose about data, files,
+    queries or the host.  An argument of the wrong type or outside its documented
+    values (``Archive(busy_timeout=-1)``, ``tokenize(mode="x")``) is a plain
+    TypeError or ValueError, as in the standard library."""
 
 
 class ExtensionError(CjkTokenizerError):
@@ -21,9 +24,16 @@ class QueryError(CjkTokenizerError, ValueError):
     """A search query that no route can answer (for example, an empty one)."""
 
 
+class ImportFileError(CjkTokenizerError, ValueError):
+    """A source cannot be imported at all; the message names it (and the line, if one)."""
+
+
 class TimeValueError(CjkTokenizerError, ValueError):
-    """A time value (a timestamp, ``after``, ``before``, ``started_at``) that is not
-    one the package accepts; the message names the argument (rules: timeutil.py)."""
+    """A time value that is not one the package accepts, from ``timeutil.epoch_seconds``;
+    the message names the argument (rules: timeutil.py).  Archive methods re-raise
+    it as the error of their kind, with the same message: InputError for a message's
+    ``timestamp`` or a session's ``started_at``, QueryError for ``after``/``before``
+    of a search; session_search returns it as an error result."""
 
 
 def shown(value, limit: int = 80) -> str:

@@ -782,7 +782,7 @@ class Indexes:
         for r in self._catchable(route):
             yield from catch_up_steps(self._ar.conn, r, chunk=chunk, target_seconds=target_seconds)
 
-    def catch_up(self, progress: Callable[[Progress], bool] | None = None, *, route: str | None = None,
+    def catch_up(self, progress: Callable[[Progress], bool | None] | None = None, *, route: str | None = None,
                  chunk: int = 1000, target_seconds: float | None = 0.25) -> bool:
         """Bring stale/building indexes up to date incrementally, in committed chunks.
 
@@ -795,7 +795,7 @@ class Indexes:
                 return False
             return all(s == "live" for r, (s, _) in states(self._ar.conn).items() if self._available(r))
 
-    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool] | None = None, *,
+    def rebuild(self, route: str | None = None, progress: Callable[[Progress], bool | None] | None = None, *,
                 restart: bool = False, chunk: int = 1000, target_seconds: float | None = 0.25) -> bool:
         """Rebuild ``route`` (or every index this host can tokenize) from the table, in chunks.
 
@@ -844,6 +844,8 @@ class Indexes:
 
     def drop(self, route: str) -> None:
         """Remove an index (not unicode61, which every archive needs).  Messages are untouched."""
+        if route not in FTS_INDEXES:
+            raise ValueError(f"unknown index {route!r}; known: {', '.join(FTS_INDEXES)}")
         if route in REQUIRED_ROUTES:
             raise ArchiveError(f"the {route} index is required and cannot be dropped")
         with self._ar._lock:

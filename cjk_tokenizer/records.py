@@ -53,6 +53,9 @@ from .timeutil import epoch_seconds
 class InputError(CjkTokenizerError, ValueError):
     """A value the archive cannot store as given; nothing was written."""
 
+    #: Archive.bulk_import: messages committed before the bad record (else None)
+    committed: int | None = None
+
 
 # Stored JSON (tool_calls, metadata) is parsed on every read: these bound what
 # one value may cost there, and keep it below the parser's recursion limit.

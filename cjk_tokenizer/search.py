@@ -131,10 +131,10 @@ from .constants import ROLES, SORTS
 from .errors import QueryError, TimeValueError, shown
 from .evaluate import all_matches, checking, matched_terms, sql_term_match
 from .query import parse
-from .router import MAX_ROWID, Plan, plan as make_plan
+from .router import MAX_ROWID, MIN_ROWID, Plan, plan as make_plan
 from .schema import DEFAULT_COLUMNS, FTS_COLUMNS, MESSAGES, SESSIONS
 from .snippet import ELLIPSIS, choose, placed
-from .timeutil import epoch_seconds, iso
+from .timeutil import TimeValue, epoch_seconds, iso
 from .units import clean
 
 MAX_LIMIT = 1000
@@ -174,16 +174,16 @@ class Hit:
     role: str
     timestamp: float | None
     snippet: str
-    matched_in: list = field(default_factory=list)
+    matched_in: list[str] = field(default_factory=list)
     route: str = ""
     column: str | None = None  # the column the snippet comes from
-    highlight: tuple | None = None  # (start, end) of the match within snippet
-    span: tuple | None = None  # (start, end) of the same match within the column's whole text
+    highlight: tuple[int, int] | None = None  # (start, end) of the match within snippet
+    span: tuple[int, int] | None = None  # (start, end) of the same match within the column's whole text
     title: str | None = None  # the session's title
     score: float | None = None  # relevance, higher is better (None: not ranked by an index)
 
 
-class Hits(list):
+class Hits(list[Hit]):
     """The hits of one search (a list of :class:`Hit`), plus how to go on.
 
     next_cursor   for sort newest/oldest, when this page is full: pass it as
@@ -370,11 +370,11 @@ def _encodable(value: str, name: str) -> None:
 def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tuple[str, tuple]:
     sql, params = [], []
     if roles is not None:
-        if isinstance(roles, str):
-            roles = [roles]
-        roles = list(roles) if isinstance(roles, (list, tuple, set, frozenset)) else [roles]
+        if isinstance(roles, (str, bytes, dict)) or not hasattr(roles, "__iter__"):
+            roles = [roles]  # one role (a bad one is named below)
+        roles = list(itertools.islice(roles, len(ROLES) + 1)) if not isinstance(roles, list) else roles
         if not roles or not all(isinstance(r, str) for r in roles):
-            raise QueryError(f"roles must be a role name or a non-empty list of role names, not {roles!r}")
+            raise QueryError(f"roles must be a role name or a non-empty list of role names, not {shown(roles)}")
         unknown = [r for r in roles if r not in ROLES]
         if unknown:
             raise QueryError(f"unknown role {unknown[0]!r} in roles; roles are {', '.join(ROLES)}")
@@ -876,8 +876,8 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
     aux = p.kind == "fts" and p.fts_route == "cjk" and _aux_available(conn, state)
     floor, few, above = None, False, bound
     if sort == "relevance" and rank_floor is not None and p.ranking[1] is not None:
-        if isinstance(rank_floor, bool) or not isinstance(rank_floor, int):
-            raise QueryError(f"rank_floor must be the rank_floor of an earlier search, not {rank_floor!r}")
+        if isinstance(rank_floor, bool) or not isinstance(rank_floor, int) or not MIN_ROWID <= rank_floor <= MAX_ROWID:
+            raise QueryError(f"rank_floor must be the rank_floor of an earlier search, not {shown(rank_floor)}")
         floor, above = rank_floor, _count_above(conn, p, filters, rank_floor)
     elif sort == "relevance":  # few matches matter only where snippets come from cjk_match
         floor, few = relevance_scope(conn, p, filters, bound, limit if aux else 0)
@@ -897,8 +897,8 @@ def _prepare(conn, query: str, live_indexes, *, include_reasoning=False, roles=N
 
 
 def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_reasoning: bool = False,
-               roles: Iterable[str] | None = None, session_id: str | None = None, after: float | str | None = None,
-               before: float | str | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
+               roles: Iterable[str] | None = None, session_id: str | None = None, after: TimeValue | None = None,
+               before: TimeValue | None = None, sort: str = "relevance", limit: int = 20, route: str | None = None,
                snippet_chars: int = SNIPPET_CHARS, offset: int = 0, cursor: str | None = None,
                relevance_bound: Any = "default", cjk_unigrams: bool = False, fold_variants: bool = False,
                exclude_session_ids: Iterable[str] | None = None, rank_floor: int | None = None) -> Hits:
@@ -961,7 +961,7 @@ def run_search(conn: Any, query: str, *, live_indexes: Iterable[str], include_re
 
 def count_by_session(conn: Any, query: str, session_ids: Iterable[str], *, live_indexes: Iterable[str],
                      include_reasoning: bool = False, roles: Iterable[str] | None = None,
-                     after: float | str | None = None, before: float | str | None = None,
+                     after: TimeValue | None = None, before: TimeValue | None = None,
                      cjk_unigrams: bool = False, fold_variants: bool = False) -> dict[str, int]:
     """How many messages of each of ``session_ids`` match ``query`` within the
     filters (run_search's): ``{session id: count}``, sessions without a match

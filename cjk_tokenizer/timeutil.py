@@ -36,9 +36,14 @@ import calendar
 import datetime as _dt
 import re
 
+from typing import Union
+
 from .errors import TimeValueError, shown
 
-__all__ = ["MAX_EPOCH", "MIN_EPOCH", "FORMATS_HELP", "epoch_seconds"]
+# What every time argument accepts (epoch seconds, ISO-8601 text, a datetime or date)
+TimeValue = Union[float, str, _dt.date]
+
+__all__ = ["MAX_EPOCH", "MIN_EPOCH", "FORMATS_HELP", "TimeValue", "epoch_seconds"]
 
 MIN_EPOCH = 0
 MAX_EPOCH = 253402300799  # 9999-12-31T23:59:59Z

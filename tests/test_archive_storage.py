@@ -357,3 +357,21 @@ def test_a_session_id_no_row_can_have_is_an_answer_not_a_traceback(tmp_path):
             with pytest.raises(QueryError, match="lone surrogate"):
                 call()
         assert ar.count_messages() == 1
+
+
+def test_busy_timeout_beyond_sqlites_int_waits_longest_and_leaves_no_stray_file(tmp_path):
+    for i, seconds in enumerate((float("inf"), 1e7, 10**5000)):
+        with Archive(str(tmp_path / f"b{i}.db"), busy_timeout=seconds) as a:
+            assert a.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 2**31 - 1
+
+
+def test_dropping_an_unknown_index_is_an_error_as_adding_one_is(ar):
+    with pytest.raises(ValueError, match="unknown index 'trigam'"):
+        ar.indexes.drop("trigam")
+    ar.indexes.drop("trigram")  # a known index the archive lacks: nothing to do
+
+
+def test_import_errors_share_the_package_base_class(ar, tmp_path):
+    import cjk_tokenizer
+    with pytest.raises(cjk_tokenizer.CjkTokenizerError, match="no such file"):
+        ar.import_source(str(tmp_path / "missing.jsonl"))

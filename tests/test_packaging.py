@@ -136,7 +136,8 @@ def test_py_typed_and_public_api_annotated():
         obj = getattr(cjk_tokenizer, name)
         if inspect.isclass(obj):
             members = [(f"{name}.{m}", f) for m, f in vars(obj).items()
-                       if inspect.isfunction(f) and (not m.startswith("_") or m == "__init__")]
+                       if inspect.isfunction(f)
+                       and (not m.startswith("_") or m in ("__init__", "__enter__", "__exit__"))]
         elif inspect.isfunction(obj):
             members = [(name, obj)]
         else:
@@ -349,3 +350,42 @@ def test_auditwheel_accepts_the_wheel_with_the_readme_tag(built):
         return sorted(n for n in zipfile.ZipFile(path).namelist() if not n.endswith("/"))
 
     assert files(out / repaired) == files(built["wheel_sdist"])
+
+
+# What a user of the README writes, type-checked as the package's py.typed promises:
+# no false error on documented usage, and the lazily imported names are typed, not Any.
+_README_USAGE = """
+import datetime, io
+import cjk_tokenizer
+from cjk_tokenizer import CjkTokenizerError, ImportFileError, InputError
+
+with cjk_tokenizer.Archive("history.db") as ar:
+    ar.add_message("s1", "assistant", "x", reasoning="y", timestamp=datetime.datetime(2024, 5, 1))
+    ar.add_message("s1", "tool", "x", tool_calls={"name": "f"})
+    ar.add_session("s2", started_at=datetime.date(2024, 5, 1))
+    hits = ar.search("x", sort="newest", after=datetime.date(2024, 1, 1))
+    page2 = ar.search("x", sort="newest", cursor=hits.next_cursor)
+    span: tuple[int, int] | None = hits[0].span if hits else None
+    where: list[str] = hits[0].matched_in if hits else []
+    ar.indexes.catch_up(progress=lambda p: print(p.done))
+    try:
+        ar.bulk_import([{"role": "user", "content": "x", "session_id": "s"}])
+    except InputError as exc:
+        committed = exc.committed
+    try:
+        ar.import_source("missing.jsonl")
+    except CjkTokenizerError:
+        pass
+    reveal_type(ar)  # E: Archive
+"""
+
+
+def test_readme_usage_type_checks_strict(tmp_path):
+    mypy_api = pytest.importorskip("mypy.api")
+    script = tmp_path / "usage.py"
+    script.write_text(_README_USAGE)
+    out, err, status = mypy_api.run(["--strict", "--no-incremental", "--cache-dir", os.devnull, str(script)])
+    lines = [line for line in out.splitlines() if line.startswith(str(script))]
+    errors = [line for line in lines if ": error:" in line]
+    assert not errors, "\n".join(errors)
+    assert any('Revealed type is "cjk_tokenizer.archive.Archive"' in line for line in lines), out

@@ -23,11 +23,10 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from ..errors import ImportFileError
 from ..timeutil import epoch_seconds
 
-
-class ImportFileError(ValueError):
-    """A source cannot be imported at all; the message names it (and the line, if one)."""
+__all__ = ["ImportFileError"]  # re-exported: it lives in errors.py, under CjkTokenizerError
 
 
 @dataclass
