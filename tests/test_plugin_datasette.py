@@ -283,6 +283,9 @@ def test_escape_fts_matches_datasette_except_one_cjk_character():
         assert ours(q) == theirs(q), q
     assert ours("大") == '"大"*'
     assert ours('项目 "大" 山') == '"项目" "大"* "山"*'
+    # one character with what the tokenizer drops around it is that one character's phrase
+    assert ours("大*") == ours("「大」") == ours("大。") == ours("^大") == '"大"*'
+    assert ours("大学*") == '"大学*"'
     # spellings the tokenizer reads as one character: half-width with its voiced mark, a decomposed
     # voiced mark, a letter with its variation selector (they found nothing)
     assert ours("ｶﾞ") == ours("カ\u3099") == '"ガ"*'
@@ -306,6 +309,7 @@ def test_plain_fts_table_one_character_and_words(tmp_path):
     one, two, word = _get([path], "/docs/docs.json?_search=大&_shape=array",
                           "/docs/docs.json?_search=项目&_shape=array", "/docs/docs.json?_search=hello&_shape=array")
     assert _ids(one) == [1, 2, 3]
+    assert _ids(_get([path], "/docs/docs.json?_search=大*&_shape=array")[0]) == [1, 2, 3]
     assert _ids(two) == [1, 5]
     assert _ids(word) == [4]
 

@@ -64,10 +64,29 @@ def test_cli_search_one_character_finds_every_row(docs):
 def test_cli_search_words_and_fts_syntax_unchanged(docs):
     assert _ids(_cli(["search", "docs.db", "docs", "项目"], docs)) == [1]
     assert _ids(_cli(["search", "docs.db", "docs", "hello"], docs)) == [4]
-    assert _ids(_cli(["search", "docs.db", "docs", "大 NOT 工程"], docs)) == [2, 5]  # raw FTS5 passes through
+    assert _ids(_cli(["search", "docs.db", "docs", "大 NOT 工程"], docs)) == [1, 2, 5]  # 大 is "大"* there too
     assert _ids(_cli(["search", "docs.db", "docs", '"大别"*'], docs)) == [1]
     sql = _cli(["search", "docs.db", "docs", "大", "--sql"], docs).stdout
     assert "match cjk_query(:query)" in sql
+
+
+def test_cli_search_one_character_terms_inside_longer_queries(docs):
+    # each one-character phrase is the prefix form, wherever it stands in the FTS5 query
+    assert _ids(_cli(["search", "docs.db", "docs", "大 项目"], docs)) == [1]
+    assert _ids(_cli(["search", "docs.db", "docs", "body:大"], docs)) == HAS_BIG
+    assert _ids(_cli(["search", "docs.db", "docs", '"大" OR hello'], docs)) == [1, 2, 3, 4, 5]
+    assert _ids(_cli(["search", "docs.db", "docs", "NEAR(大 工程)"], docs)) == [3]
+    assert _ids(_cli(["search", "docs.db", "docs", "大 学", "--quote"], docs)) == []
+    assert _ids(_cli(["search", "docs.db", "docs", '"大,"'], docs)) == HAS_BIG
+
+
+def test_cjk_query_rewrites_only_one_character_phrases():
+    from cjk_tokenizer.plugins.sqlite_utils import cjk_query
+
+    assert cjk_query("大 学") == '"大"* "学"*'
+    assert cjk_query("{body}: 大 OR NEAR(学 x, 3)") == '{body}: "大"* OR NEAR("学"* x, 3)'
+    for q in ["大*", '"大"*', "大 + 学", "大学 项目", '"a ""大"" b"', "{大}: x", 'unterminated "大', "hello"]:
+        assert cjk_query(q) == q, q
 
 
 def test_cli_integrity_after_trigger_inserts(docs):

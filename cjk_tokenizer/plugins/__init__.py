@@ -65,21 +65,25 @@ def uses_cjk_tokenizer(create_sql: str | None) -> bool:
     return bool(create_sql) and _CJK_FTS.search(create_sql) is not None
 
 
-def one_cjk_char(term: str) -> str | None:
+def one_cjk_char(term: str, *, punctuation: bool = False) -> str | None:
     """The character, when ``term`` (quotes around it allowed) is exactly one CJK
     character as the tokenizer reads it: ｶﾞ, カ+U+3099 and 辻+a variation selector
-    are one character (ガ, ガ, 辻), as in documents."""
+    are one character (ガ, ガ, 辻), as in documents.  With ``punctuation``, text
+    the tokenizer drops may surround it (``大*``, ``「大」``, ``大。``): the phrase
+    FTS5 makes of such a term is that one character too."""
     from .. import tokenize
     from .._native import is_cjk
 
     text = term.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
-    if not text or len(text) > 8:  # one character with its marks and selector is short
+    # one character with its marks and selector is short (with what it drops around it, longer)
+    if not text or len(text) > (64 if punctuation else 8):
         return None
     tokens = tokenize(text, mode="query")
     if len(tokens) != 1:
         return None
     token, start, end = tokens[0][:3]
-    whole = start == 0 and end == len(text.encode("utf-8"))  # nothing around it but what it folds in
+    # nothing around it but what it folds in (or, with punctuation, what the tokenizer drops)
+    whole = punctuation or (start == 0 and end == len(text.encode("utf-8")))
     return token if whole and len(token) == 1 and is_cjk(token) else None

@@ -152,8 +152,9 @@ def escape_fts(query):
     for bit in _BITS.split(query):
         if not bit or bit == '""':
             continue
-        if one_cjk_char(bit):
-            out.append(f'"{one_cjk_char(bit)}"*')
+        ch = one_cjk_char(bit, punctuation=True)  # quoted, "大*" or "「大」" is the phrase 大 too
+        if ch:
+            out.append(f'"{ch}"*')
         else:
             out.append(bit if bit.startswith('"') else f'"{bit}"')
     return " ".join(out)

@@ -16,11 +16,14 @@ No hook lets a plugin change the query a tool binds, so this plugin wraps
 ``Table.search_sql`` (the one place both the CLI's ``search`` and
 ``Table.search()`` build their SQL): when the table's FTS table uses
 cjk_unicode61 the MATCH argument becomes ``cjk_query(:query)``, an SQL function
-registered on every connection that returns the query unchanged unless it is
-exactly one CJK character (quotes around it allowed), which it writes as
-``"X"*``.  ``--sql`` / ``search_sql()`` show it.  Other tables' SQL is untouched.
+registered on every connection that writes each phrase of the query that is
+one CJK character (quotes around it allowed: ``大``, ``"大"``, the 大 of
+``大 学``) as ``"X"*`` and leaves the rest of the query as it is.  ``--sql`` /
+``search_sql()`` show it.  Other tables' SQL is untouched.
 """
 from __future__ import annotations
+
+import re
 
 import sqlite_utils.db
 from sqlite_utils import hookimpl
@@ -32,12 +35,39 @@ QUERY_FUNCTION = "cjk_query"
 _MATCH = " match :query"
 
 
+# An FTS5 query's tokens: a string ("" escapes a quote), a bareword (ASCII letters,
+# digits, _, 0x1A and every character past ASCII), whitespace, or one other character.
+_FTS5_TOKEN = re.compile(r'"(?:[^"]|"")*"|(?:[A-Za-z0-9_\x1a]|[^\x00-\x7f])+|\s+|.', re.DOTALL)
+_KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
+
+
 def cjk_query(query):
-    """SQL ``cjk_query(q)``: ``q`` unchanged, or ``"X"*`` when it is one CJK character."""
+    """SQL ``cjk_query(q)``: ``q`` with every phrase that is one CJK character written ``"X"*``.
+
+    A phrase is a bareword or a string; one followed by ``*`` (already a prefix),
+    joined by ``+``, naming a column (before ``:`` or inside ``{...}``) or an
+    operator keyword stays as it is, and so does a query FTS5 cannot read (an
+    unterminated string), so that FTS5 reports it.
+    """
     if not isinstance(query, str):
         return query
-    ch = one_cjk_char(query)
-    return f'"{ch}"*' if ch else query
+    if query.count('"') % 2:
+        return query
+    tokens = _FTS5_TOKEN.findall(query)
+    solid = [i for i, t in enumerate(tokens) if not t.isspace()]
+    out, depth = list(tokens), 0
+    for n, i in enumerate(solid):
+        tok = tokens[i]
+        depth += (tok == "{") - (tok == "}")
+        before = tokens[solid[n - 1]] if n else ""
+        after = tokens[solid[n + 1]] if n + 1 < len(solid) else ""
+        if depth or tok in _KEYWORDS or before == "+" or after in ("*", "+", ":"):
+            continue
+        if tok[0] == '"' or tok[0] == "\x1a" or tok[0].isalnum() or tok[0] == "_" or ord(tok[0]) > 127:
+            ch = one_cjk_char(tok.replace('""', '"') if tok[0] == '"' else tok, punctuation=True)
+            if ch:
+                out[i] = f'"{ch}"*'
+    return "".join(out)
 
 
 @hookimpl
