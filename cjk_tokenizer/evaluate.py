@@ -7,6 +7,7 @@ module is their only implementation.
 """
 from __future__ import annotations
 
+import re
 import threading
 from contextlib import contextmanager
 from typing import Iterator, Sequence
@@ -219,9 +220,35 @@ def _first_big_spans(terms, text: str, *, need_span: bool = True) -> dict:
 # ---- checks ------------------------------------------------------------------
 
 
+_SEPARATED: dict = {}  # term -> the patterns _runs_apart searches for (empty: nothing to check)
+
+
+def _runs_apart(term: Term, text: str) -> bool:
+    """A necessary condition for ``term`` to match ``text``, checked before any tokenizing:
+    two CJK units in a row (the phrase "大 学") stand in two runs, so the text holds the
+    first one's last character and the second one's first with at least one character
+    between that is neither CJK nor an ASCII letter or digit (both are tokens).  Without
+    it, every row where they stand in one run (大学), which the index cannot tell apart,
+    would be tokenized here."""
+    patterns = _SEPARATED.get(term)
+    if patterns is None:
+        pairs = [(u.text[-1], v.text[0]) for u, v in zip(term.units, term.units[1:]) if u.kind == v.kind == CJK]
+        cjk = "".join(f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in _native.cjk_ranges()) if pairs else ""
+        patterns = [re.compile(f"{re.escape(a)}[^{cjk}0-9A-Za-z]+{re.escape(b)}") for a, b in pairs]
+        if len(_SEPARATED) > 512:
+            _SEPARATED.clear()
+        _SEPARATED[term] = patterns
+    if not patterns:
+        return True
+    folded = _native.fold(clean(text), term.variants)
+    return all(p.search(folded) for p in patterns)
+
+
 def term_matches(term: Term, text: str | None) -> bool:
     """Does ``term`` match this one column text?"""
     if not text:
+        return False
+    if not _runs_apart(term, text):
         return False
     if len(text) > _CACHE_LIMIT:
         return _first_big_spans([term], text, need_span=False)[term] is not None

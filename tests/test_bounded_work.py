@@ -230,3 +230,42 @@ def test_archive_refuses_an_out_of_range_option_before_making_a_file(tmp_path, n
     with pytest.raises(ValueError, match=name) as exc:
         Archive(tmp_path / "o.db", **{name: value})
     assert len(str(exc.value)) < 200 and not os.path.exists(tmp_path / "o.db")
+
+
+# ---- a phrase of CJK runs apart ("大 学") --------------------------------------------
+
+_PIECES = ["大", "学", "中", "大学", " ", "。", "、", "a", "A", "1", "é", "\u200b", "\ufe00", "\u3000", "😀", "ｶﾞ",
+           "x y", "\n", "_", "-"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12),
+       st.sampled_from(['"大 学"', '"中 大 学"', '"大学 中"', '"大 学a"', '"学 大"', '"ガ 大"']))
+def test_the_runs_apart_filter_only_skips_rows_that_cannot_match(pieces, query):
+    """_runs_apart is a necessary condition: with it or without it, every text matches alike."""
+    text = "".join(pieces)
+    term = parse(query)
+    with_filter = term_matches(term, text)
+    saved = evaluate_mod._runs_apart
+    evaluate_mod._runs_apart = lambda term, text: True
+    try:
+        assert term_matches(term, text) == with_filter, (query, text)
+    finally:
+        evaluate_mod._runs_apart = saved
+
+
+def test_a_phrase_of_runs_apart_tokenizes_only_rows_that_can_match(tmp_path, monkeypatch):
+    """"大 学" is looked up as 大 then 学 in the cjk index, which 大学 matches too: those
+    rows must be refused before they are tokenized, or the search costs a tokenizing of
+    every message holding 大学."""
+    from cjk_tokenizer import Archive
+
+    with Archive(tmp_path / "p.db") as ar:
+        ar.add_messages("s", [{"role": "user", "content": f"我在大学里学习 {i} 年" * 20} for i in range(300)])
+        want = ar.add_message("s", "user", "他说大 学习很重要")
+        calls = []
+        real = evaluate_mod.analyze
+        monkeypatch.setattr(evaluate_mod, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+        for sort in ("newest", "relevance"):
+            assert [h.message_id for h in ar.search('"大 学"', sort=sort)] == [want]
+        assert len(calls) <= 20, len(calls)  # the one row that matches, a few times over
