@@ -639,7 +639,12 @@ static void *stateAlloc(MatchState *s, size_t nElem, size_t szElem, int bZero, i
 }
 
 static void stateError(MatchState *s, int *pRc, int rc, const char *zWhat, int iArg) {
-  snprintf(s->zErr, (size_t)s->nErr, "cjk_match: %s %d failed (error %d)", zWhat, iArg, rc);
+  /* FTS5 answers SQLITE_CORRUPT_VTAB when an external-content table lacks
+  ** the row the index names (FTS5's own functions then fail the same way). */
+  const char *zWhy = rc == SQLITE_CORRUPT_VTAB
+                         ? ": the row is missing from the external content table, or the index is corrupt"
+                         : "";
+  snprintf(s->zErr, (size_t)s->nErr, "cjk_match: %s %d failed (error %d)%s", zWhat, iArg, rc, zWhy);
   *pRc = rc;
 }
 
@@ -698,7 +703,7 @@ static void inferQueryToken(MatchState *s, int iPhrase, int j) {
   /* pass 0: whole tokens, longest first; pass 1: their first characters */
   for (pass = 0; pass < 2; pass++) {
     const char *zBest = 0;
-    int nBest = 0;
+    int nBest = 0, bTie = 0;
     for (r = lo; r < hi; r++) {
       const TokRec *t = &tc->aRec[r];
       const char *z = tc->text.a + t->iText;
@@ -709,16 +714,21 @@ static void inferQueryToken(MatchState *s, int iPhrase, int j) {
         n = cjk_utf8_next((const unsigned char *)z, n, 0, &cp);
         if (n == t->nText) continue; /* tried in pass 0 */
       }
-      if (n <= nBest) continue;
+      if (n < nBest || (n == nBest && zBest && memcmp(z, zBest, (size_t)n) == 0)) continue;
       for (it = first, instNext(&it); it.i < s->inst.nInst && bAll; instNext(&it)) {
         if (it.iPhrase != iPhrase || it.iOff > INT_MAX - j) continue;
         if (!someTokenStartsWith(tc, it.iOff + j, z, n)) bAll = 0;
       }
       if (bAll) {
+        bTie = n == nBest; /* two different guesses fit the row alike */
         zBest = z;
         nBest = n;
       }
     }
+    /* A tie (山大a大山: the unigrams 山 and 大 stand at both instances of "大",
+    ** so "山" fits as well) cannot be told from the row: the token stays
+    ** unknown and every token at the position is marked, the match with it. */
+    if (bTie) return;
     if (zBest) {
       s->q.azQ[s->q.aQtok[iPhrase] + j] = zBest;
       s->q.anQ[s->q.aQtok[iPhrase] + j] = nBest;
@@ -1352,7 +1362,7 @@ static int intArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal
   int eType;
   double v;
   if (i >= nVal || (eType = h->value_type(apVal[i])) == SQLITE_NULL) return 1;
-  if (eType != SQLITE_INTEGER && eType != SQLITE_FLOAT) {
+  if (eType != SQLITE_INTEGER && eType != SQLITE_FLOAT && eType != SQLITE_TEXT) {
     h->result_error(pCtx, zErr, -1);
     return 0;
   }
@@ -1361,7 +1371,20 @@ static int intArg(const CjkHost *h, sqlite3_context *pCtx, sqlite3_value **apVal
     h->result_error_nomem(pCtx);
     return 0;
   }
-  v = strtod((const char *)zNum, 0);
+  {
+    /* Text is taken when it is a number and nothing else ('80', as hosts
+    ** such as Datasette bind their query parameters), as FTS5's own
+    ** snippet() and bm25() take it; 'abc' or '80px' stays an error. */
+    char *zEnd = 0;
+    v = strtod((const char *)zNum, &zEnd);
+    if (eType == SQLITE_TEXT) {
+      while (zEnd && (*zEnd == ' ' || *zEnd == '\t')) zEnd++;
+      if (zEnd == (char *)zNum || !zEnd || *zEnd || v != v) {
+        h->result_error(pCtx, zErr, -1);
+        return 0;
+      }
+    }
+  }
   if (!(v >= lo)) {
     h->result_error(pCtx, zErr, -1);
     return 0;

@@ -14,7 +14,9 @@
 **   max_chars  snippet size in characters (Unicode code points of the column
 **              text, markers and ellipses not counted); a number of at least
 **              1, its fraction dropped (2.7 means 2), default 200 (NULL also
-**              means the default).
+**              means the default).  Here and for max_matches, text that is
+**              a number and nothing else ('80', as Datasette binds a query
+**              parameter) counts as that number.
 **   open, close, ellipsis
 **              highlight markers and the cut marker; defaults "**", "**" and
 **              "…" (U+2026).  NULL means the default.
@@ -82,7 +84,10 @@
 **     its first character, that every instance of the phrase in the column
 **     starts with), so a lone instance of "山"* at a run end highlights its
 **     bigram, as highlight() does, and so do several instances that all
-**     start the same bigram (项目，项目); instances of different tokens resolve.  A CJK n-gram
+**     start the same bigram (项目，项目); instances of different tokens resolve.
+**     Two different guesses that fit every instance alike (山大a大山 for
+**     "大": the unigrams 山 and 大 stand at both instances) leave the token
+**     unknown, so every token at the position is marked, the match with it.  A CJK n-gram
 **     matched by a shorter prefix ("山"* against the bigram 山项) is highlighted
 **     only as far as the prefix reaches (山).  The byte ranges of an instance's
 **     tokens are joined, and overlapping or touching instances merged, so

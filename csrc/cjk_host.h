@@ -36,6 +36,7 @@ typedef unsigned long long sqlite3_uint64;
 #define SQLITE_NOMEM 7
 #define SQLITE_TOOBIG 18
 #define SQLITE_MISUSE 21
+#define SQLITE_CORRUPT_VTAB (11 | (1 << 8)) /* SQLITE_CORRUPT | 1<<8 */
 #define SQLITE_ROW 100
 #define SQLITE_DONE 101
 #define SQLITE_INTEGER 1

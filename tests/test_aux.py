@@ -1022,3 +1022,25 @@ def test_an_instance_fts5_reports_twice_counts_once():
     got = [json.loads(r[0]) for r in conn.execute(
         "SELECT cjk_match(u, 'a', 3, '[', ']') FROM u WHERE u MATCH '\"本\"* OR \"項\"*' ORDER BY rowid")]
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("size, means", [("3", 3), (" 3 ", 3), ("3.9", 3), ("1e9", 10**9)])
+def test_numeric_text_counts_as_its_number(db, size, means):
+    # Datasette binds a query parameter (:n) as text: '80' must not be "not a positive integer"
+    add(db, "大别山项目管理系统")
+    sql = "select cjk_match(m, ?, ?, '[', ']', '…', ?) from m where m match '\"项目\"'"
+    assert db.execute(sql, (LABELS, size, size)).fetchone() == db.execute(sql, (LABELS, means, means)).fetchone()
+    for bad in ("3px", "nan", "", "-3", "0"):
+        with pytest.raises(apsw.SQLError, match="max_chars must be a positive integer"):
+            db.execute(sql, (LABELS, bad, 1)).fetchone()
+
+
+def test_a_row_missing_from_external_content_is_named():
+    conn = _connect()
+    conn.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("INSERT INTO docs VALUES (1, '大别山项目'), (2, '修改项目')")
+    conn.execute("CREATE VIRTUAL TABLE e USING fts5(body, content='docs', content_rowid='id', tokenize='cjk_unicode61')")
+    conn.execute("INSERT INTO e(e) VALUES('rebuild')")
+    conn.execute("DELETE FROM docs WHERE id = 2")
+    with pytest.raises(apsw.Error, match="missing from the external content table"):
+        conn.execute("select cjk_match(e, 'body', 10) from e where e match '\"项目\"'").fetchall()

@@ -85,3 +85,21 @@ def test_plain_library_has_no_python_or_sqlite_links():
     module = cjk_tokenizer._native.module_path()
     needed = subprocess.run(["readelf", "-d", module], capture_output=True, text=True).stdout
     assert "libsqlite3" not in needed
+
+
+def test_cjk_match_on_a_host_without_query_tokens_never_marks_only_the_wrong_character():
+    # SQLite < 3.45 (Debian 12's 3.40) has no xQueryToken: the token is guessed from the row.  In 山大a大山
+    # both unigrams 山 and 大 stand at both instances of "大"; picking 山 marked [山]大a大[山], missing 大.
+    if not _stdlib_can_load():
+        _skip_or_fail("this Python's sqlite3 is built without extension loading")
+    import json
+    conn = cjk_tokenizer.load(sqlite3.connect(":memory:"))
+    conn.execute("CREATE VIRTUAL TABLE u USING fts5(a, tokenize='cjk_unicode61 unigrams 1')")
+    rows = ["山大a大山", " 山大\ufffd大山", "项山\ufffd 项山项", "山山项山大别大山"]
+    conn.executemany("INSERT INTO u(rowid, a) VALUES (?, ?)", list(enumerate(rows, 1)))
+    for ch in "大山项别":
+        for rowid, js in conn.execute("SELECT rowid, cjk_match(u, 'a', 100, '[', ']') FROM u WHERE u MATCH ?",
+                                      (f'"{ch}"',)):
+            text, marks = rows[rowid - 1], json.loads(js)["matches"]
+            for i in (k for k, c in enumerate(text) if c == ch):
+                assert any(s <= i < e for s, e in marks), (ch, text, marks)
