@@ -141,6 +141,7 @@ MAX_LIMIT = 1000
 # Deepest page ``offset`` reaches; beyond it a cursor (newest/oldest) or a
 # time filter goes further at index speed.
 MAX_OFFSET = 100_000
+MAX_ROLE_VALUES = 10_000  # values read from a roles iterable, which may repeat roles
 # Most session ids one search may leave out (each is one SQL parameter).
 MAX_EXCLUDED = 10_000
 # relevance_bound's default: a term matching more rows is ranked among its
@@ -372,12 +373,16 @@ def _filters(roles, session_id, after, before, exclude_session_ids=None) -> tupl
     if roles is not None:
         if isinstance(roles, (str, bytes, dict)) or not hasattr(roles, "__iter__"):
             roles = [roles]  # one role (a bad one is named below)
-        roles = list(itertools.islice(roles, len(ROLES) + 1)) if not isinstance(roles, list) else roles
+        # every value is read (an endless iterable up to a bound), then each role once
+        roles = list(itertools.islice(roles, MAX_ROLE_VALUES + 1))
+        if len(roles) > MAX_ROLE_VALUES:
+            raise QueryError(f"roles must list at most {MAX_ROLE_VALUES:,} role names")
         if not roles or not all(isinstance(r, str) for r in roles):
             raise QueryError(f"roles must be a role name or a non-empty list of role names, not {shown(roles)}")
         unknown = [r for r in roles if r not in ROLES]
         if unknown:
-            raise QueryError(f"unknown role {unknown[0]!r} in roles; roles are {', '.join(ROLES)}")
+            raise QueryError(f"unknown role {shown(unknown[0])} in roles; roles are {', '.join(ROLES)}")
+        roles = list(dict.fromkeys(roles))
         sql.append(f"m.role IN ({', '.join('?' * len(roles))})")
         params.extend(roles)
     if session_id is not None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 
 import apsw
@@ -106,6 +107,21 @@ def test_a_poisoned_row_written_by_another_tool_never_breaks_a_read(ar, kind):
         result = _strict_json(text)
         assert "error" not in result, (args, result)
         assert result["mode"] == out["mode"]
+
+
+def test_roles_given_as_any_iterable_keep_every_role_they_list(ar):
+    """A tuple with repeats or a generator is read whole: no role after the first few is dropped,
+    and a bad one anywhere in it is named."""
+    for role in ("user", "assistant", "tool"):
+        ar.add_message("r", role, "hello")
+    many = ("user",) * 6 + ("assistant",)
+    for given in (many, (r for r in many), iter(list(many)), set(many)):
+        assert sorted(h.role for h in ar.search("hello", roles=given)) == ["assistant", "user"]
+    assert ar.count_by_session("hello", ["r"], roles=many) == {"r": 2}
+    with pytest.raises(QueryError, match="unknown role 'bogus'"):
+        ar.search("hello", roles=("user",) * 6 + ("bogus",))
+    with pytest.raises(QueryError, match="at most"):
+        ar.search("hello", roles=itertools.repeat("user"))
 
 
 def test_bad_values_raise_the_documented_errors(ar):
