@@ -290,6 +290,9 @@ def test_escape_fts_matches_datasette_except_one_cjk_character():
     # voiced mark, a letter with its variation selector (they found nothing)
     assert ours("ｶﾞ") == ours("カ\u3099") == '"ガ"*'
     assert ours("辻\U000e0101") == '"辻"*'
+    # a quoted phrase across a line break stays one string, as Datasette quotes it, and a prefix stays one
+    assert ours('"大\n"') == '"大"*'
+    assert ours('"\t山*\n') == theirs('"\t山*\n')
 
 
 def test_plain_fts_table_one_character_and_words(tmp_path):

@@ -87,6 +87,10 @@ def test_cjk_query_rewrites_only_one_character_phrases():
     assert cjk_query("{body}: 大 OR NEAR(学 x, 3)") == '{body}: "大"* OR NEAR("学"* x, 3)'
     for q in ["大*", '"大"*', "大 + 学", "大学 项目", '"a ""大"" b"', "{大}: x", 'unterminated "大', "hello"]:
         assert cjk_query(q) == q, q
+    # right after a string, the rewritten phrase stands apart ("a""大" would be one phrase: a 大)
+    assert cjk_query('"a"大') == '"a" "大"*' and cjk_query('"大 学"小') == '"大 学" "小"*'
+    # FTS5 reads a query up to its first NUL: so does the rewrite
+    assert cjk_query('大\x00"') == '"大"*'
 
 
 def test_cli_integrity_after_trigger_inserts(docs):

@@ -87,3 +87,41 @@ def one_cjk_char(term: str, *, punctuation: bool = False) -> str | None:
     # nothing around it but what it folds in (or, with punctuation, what the tokenizer drops)
     whole = punctuation or (start == 0 and end == len(text.encode("utf-8")))
     return token if whole and len(token) == 1 and is_cjk(token) else None
+
+
+# An FTS5 query's tokens: a string ("" escapes a quote), a bareword (ASCII letters,
+# digits, _, 0x1A and every character past ASCII), whitespace, or one other character.
+_FTS5_TOKEN = re.compile(r'"(?:[^"]|"")*"|(?:[A-Za-z0-9_\x1a]|[^\x00-\x7f])+|\s+|.', re.DOTALL)
+_KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
+
+
+def prefix_one_cjk_chars(query):
+    """``query`` with every phrase that is one CJK character written ``"X"*``.
+
+    A phrase is a bareword or a string; one followed by ``*`` (already a prefix),
+    joined by ``+``, naming a column (before ``:`` or inside ``{...}``) or an
+    operator keyword stays as it is, and so does a query FTS5 cannot read (an
+    unterminated string), so that FTS5 reports it.
+    """
+    if not isinstance(query, str):
+        return query
+    query = query.split("\x00", 1)[0]  # FTS5 reads a query up to its first NUL
+    if query.count('"') % 2:
+        return query
+    tokens = _FTS5_TOKEN.findall(query)
+    solid = [i for i, t in enumerate(tokens) if not t.isspace()]
+    out, depth = list(tokens), 0
+    for n, i in enumerate(solid):
+        tok = tokens[i]
+        depth += (tok == "{") - (tok == "}")
+        before = tokens[solid[n - 1]] if n else ""
+        after = tokens[solid[n + 1]] if n + 1 < len(solid) else ""
+        if depth or tok in _KEYWORDS or before == "+" or after in ("*", "+", ":"):
+            continue
+        if tok[0] == '"' or tok[0] == "\x1a" or tok[0].isalnum() or tok[0] == "_" or ord(tok[0]) > 127:
+            ch = one_cjk_char(tok.replace('""', '"') if tok[0] == '"' else tok, punctuation=True)
+            if ch:
+                # after a string with nothing between, a leading quote would read as its "" escape
+                sep = " " if i and tokens[i - 1].endswith('"') else ""
+                out[i] = f'{sep}"{ch}"*'
+    return "".join(out)

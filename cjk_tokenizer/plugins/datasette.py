@@ -46,17 +46,17 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
-import re
 from dataclasses import dataclass
 
 import markupsafe
 from datasette import hookimpl
 from datasette.filters import FilterArguments
+from datasette.utils import escape_fts as datasette_escape_fts
 
 from cjk_tokenizer.compiler import BM25_WEIGHTS, name_params
 from cjk_tokenizer.errors import QueryError
 from cjk_tokenizer.evaluate import evaluate
-from cjk_tokenizer.plugins import host_problem, load_or_say, one_cjk_char, say_once, uses_cjk_tokenizer
+from cjk_tokenizer.plugins import host_problem, load_or_say, prefix_one_cjk_chars, say_once, uses_cjk_tokenizer
 from cjk_tokenizer.schema import FTS_COLUMNS, MESSAGES, cjk_unigrams, fold_variants, fts_table
 from cjk_tokenizer.search import ensure_functions, plan_query, searched_columns
 
@@ -138,26 +138,16 @@ def _fts_check(q, reasoning, *texts, settings=(False, False)):
     return int(evaluate(p.node, [cols.get(c) for c in p.columns]))
 
 
-_BITS = re.compile(r'\s+|(".*?")')
-
-
 def escape_fts(query):
-    """Datasette's default-mode quoting, with a lone CJK character as ``"X"*``."""
+    """Datasette's default-mode quoting, then each phrase that is one CJK character as ``"X"*``.
+
+    The rewrite reads Datasette's output as FTS5 does (prefix_one_cjk_chars), so a
+    quoted phrase that spans a line break, which Datasette's pattern leaves in
+    pieces, keeps its meaning.
+    """
     if query is None:
         return None
-    query = str(query)
-    if query.count('"') % 2:
-        query += '"'
-    out = []
-    for bit in _BITS.split(query):
-        if not bit or bit == '""':
-            continue
-        ch = one_cjk_char(bit, punctuation=True)  # quoted, "大*" or "「大」" is the phrase 大 too
-        if ch:
-            out.append(f'"{ch}"*')
-        else:
-            out.append(bit if bit.startswith('"') else f'"{bit}"')
-    return " ".join(out)
+    return prefix_one_cjk_chars(datasette_escape_fts(str(query)))
 
 
 @hookimpl

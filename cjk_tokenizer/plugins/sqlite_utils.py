@@ -23,51 +23,17 @@ one CJK character (quotes around it allowed: ``大``, ``"大"``, the 大 of
 """
 from __future__ import annotations
 
-import re
-
 import sqlite_utils.db
 from sqlite_utils import hookimpl
 
-from cjk_tokenizer.plugins import load_or_say, one_cjk_char, uses_cjk_tokenizer
+from cjk_tokenizer.plugins import load_or_say, prefix_one_cjk_chars, uses_cjk_tokenizer
 
 TOOL = "sqlite-utils"
 QUERY_FUNCTION = "cjk_query"
 _MATCH = " match :query"
 
 
-# An FTS5 query's tokens: a string ("" escapes a quote), a bareword (ASCII letters,
-# digits, _, 0x1A and every character past ASCII), whitespace, or one other character.
-_FTS5_TOKEN = re.compile(r'"(?:[^"]|"")*"|(?:[A-Za-z0-9_\x1a]|[^\x00-\x7f])+|\s+|.', re.DOTALL)
-_KEYWORDS = {"AND", "OR", "NOT", "NEAR"}
-
-
-def cjk_query(query):
-    """SQL ``cjk_query(q)``: ``q`` with every phrase that is one CJK character written ``"X"*``.
-
-    A phrase is a bareword or a string; one followed by ``*`` (already a prefix),
-    joined by ``+``, naming a column (before ``:`` or inside ``{...}``) or an
-    operator keyword stays as it is, and so does a query FTS5 cannot read (an
-    unterminated string), so that FTS5 reports it.
-    """
-    if not isinstance(query, str):
-        return query
-    if query.count('"') % 2:
-        return query
-    tokens = _FTS5_TOKEN.findall(query)
-    solid = [i for i, t in enumerate(tokens) if not t.isspace()]
-    out, depth = list(tokens), 0
-    for n, i in enumerate(solid):
-        tok = tokens[i]
-        depth += (tok == "{") - (tok == "}")
-        before = tokens[solid[n - 1]] if n else ""
-        after = tokens[solid[n + 1]] if n + 1 < len(solid) else ""
-        if depth or tok in _KEYWORDS or before == "+" or after in ("*", "+", ":"):
-            continue
-        if tok[0] == '"' or tok[0] == "\x1a" or tok[0].isalnum() or tok[0] == "_" or ord(tok[0]) > 127:
-            ch = one_cjk_char(tok.replace('""', '"') if tok[0] == '"' else tok, punctuation=True)
-            if ch:
-                out[i] = f'"{ch}"*'
-    return "".join(out)
+cjk_query = prefix_one_cjk_chars  # the SQL function's body (plugins/__init__.py)
 
 
 @hookimpl
