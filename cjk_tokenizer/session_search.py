@@ -964,17 +964,21 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
     A result over RESULT_CHARS is rendered again with every budget scaled
     down (see the module doc)."""
     scale, cap = 1.0, None
-    while True:
-        out = _render(archive, a, list(ignored), scale, cap)
-        size = len(json.dumps(out, ensure_ascii=False, default=str))
-        if size <= RESULT_CHARS:
-            break
-        if scale > MIN_SCALE:  # first every budget, then the window (fewer messages)
-            scale = max(MIN_SCALE, scale * 0.9 * RESULT_CHARS / size)
-        elif out.get("window"):
-            cap = out["window"] // 2
-        else:
-            break
+    # every rendering reads the same hits: searched once, in one snapshot (_Once)
+    reading = getattr(archive, "reading", None)
+    with reading() if reading is not None else contextlib.nullcontext():
+        once = _Once(archive)
+        while True:
+            out = _render(once, a, list(ignored), scale, cap)
+            size = len(json.dumps(out, ensure_ascii=False, default=str))
+            if size <= RESULT_CHARS:
+                break
+            if scale > MIN_SCALE:  # first every budget, then the window (fewer messages)
+                scale = max(MIN_SCALE, scale * 0.9 * RESULT_CHARS / size)
+            elif out.get("window"):
+                cap = out["window"] // 2
+            else:
+                break
     if scale < 1:
         out["budget_scale"] = round(scale, 3)
         out.setdefault("notes", []).append(
@@ -982,6 +986,41 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
             "(each cut says how much)" + ("" if cap is None else f" and the window is {cap}") +
             "; scroll or read a session to see more of it")
     return out
+
+
+def _frozen(value):
+    """``value`` as a dictionary key: collections as tuples (their order as given)."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+class _Once:
+    """``archive`` whose ``search`` and ``count_by_session`` answer each set of
+    arguments once: execute renders a wide result again, smaller, and each
+    rendering asks the same questions (the hits do not depend on the budgets)."""
+
+    def __init__(self, archive):
+        self._archive, self._kept = archive, {}
+
+    def __getattr__(self, name):
+        return getattr(self._archive, name)
+
+    def _once(self, name, args, kwargs):
+        try:
+            key = (name, _frozen(args), tuple(sorted((k, _frozen(v)) for k, v in kwargs.items())))
+            hash(key)
+        except TypeError:  # an argument that cannot be a key: ask every time
+            return getattr(self._archive, name)(*args, **kwargs)
+        if key not in self._kept:
+            self._kept[key] = getattr(self._archive, name)(*args, **kwargs)
+        return self._kept[key]
+
+    def search(self, *args, **kwargs):
+        return self._once("search", args, kwargs)
+
+    def count_by_session(self, *args, **kwargs):
+        return self._once("count_by_session", args, kwargs)
 
 
 def _window(value, spec, out: dict) -> int:

@@ -587,6 +587,25 @@ def test_a_result_is_held_to_its_size_budget(tmp_path, args):
         assert "budget_scale" not in small and len(json.dumps(small, ensure_ascii=False)) <= RESULT_CHARS
 
 
+def test_rendering_a_result_again_smaller_searches_once(tmp_path, monkeypatch):
+    """A result over its size budget is rendered again with smaller budgets; the hits do not
+    change, so each search is asked once, however many renderings it takes."""
+    with Archive(tmp_path / "big.db") as ar:
+        for s in range(12):
+            ar.add_messages(f"s{s}", [{"role": "user", "content": f"needle {s} {i} " + "部署日志 " * 800,
+                                       "reasoning": "思考 " * 1500} for i in range(40)])
+        args = {"query": "needle", "limit": 10, "window": 10, "include_reasoning": True}
+        calls = []
+        for name in ("search", "count_by_session"):
+            real = getattr(Archive, name)
+            monkeypatch.setattr(Archive, name, lambda self, *a, _real=real, _n=name, **k:
+                                calls.append((_n, a, tuple(sorted(k.items(), key=str)))) or _real(self, *a, **k))
+        out = ar.session_search(**args)
+        assert 0 < out["budget_scale"] < 1
+        asked = [repr(c) for c in calls]
+        assert len(asked) == len(set(asked)), len(asked) - len(set(asked))
+
+
 @pytest.mark.parametrize("args", [{"query": "部署"}, {"session_id": "s1"}, {"session_id": "s1", "around_message_id": 1},
                                   {}])
 def test_titles_sources_and_tool_labels_are_held_to_the_size_budget_too(tmp_path, args):
