@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 from . import _native
 from .query import And, Not, Or, Term, positive_terms, term_from_key, terms as all_terms
 from .records import stored_text
-from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces
+from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces, word_fold
 
 
 def _unit_span(q, d, j: int, k: int, prefix: bool, start: int, end: int):
@@ -220,16 +220,11 @@ def _first_big_spans(terms, text: str, *, need_span: bool = True) -> dict:
 # ---- checks ------------------------------------------------------------------
 
 
-_SEPARATED: dict = {}  # term -> the patterns _runs_apart searches for (empty: nothing to check)
+_SEPARATED: dict = {}  # term -> the patterns _may_match searches for (empty: nothing to check)
+_folds = threading.local()  # the last text _may_match folded, per thread
 
 
-def _runs_apart(term: Term, text: str) -> bool:
-    """A necessary condition for ``term`` to match ``text``, checked before any tokenizing:
-    two CJK units in a row (the phrase "大 学") stand in two runs, so the text holds the
-    first one's last character and the second one's first with at least one character
-    between that is neither CJK nor an ASCII letter or digit (both are tokens).  Without
-    it, every row where they stand in one run (大学), which the index cannot tell apart,
-    would be tokenized here."""
+def _separated(term: Term) -> list:
     patterns = _SEPARATED.get(term)
     if patterns is None:
         pairs = [(u.text[-1], v.text[0]) for u, v in zip(term.units, term.units[1:]) if u.kind == v.kind == CJK]
@@ -238,22 +233,53 @@ def _runs_apart(term: Term, text: str) -> bool:
         if len(_SEPARATED) > 512:
             _SEPARATED.clear()
         _SEPARATED[term] = patterns
-    if not patterns:
-        return True
-    folded = _native.fold(clean(text), term.variants)
-    return all(p.search(folded) for p in patterns)
+    return patterns
+
+
+def _may_match(term: Term, text: str) -> bool:
+    """A necessary condition for ``term`` to match ``text``, checked at C speed before the
+    text is tokenized here (which costs about a microsecond a character): rows an index
+    cannot tell apart from matches, or rows a route reads without an index, mostly fail it.
+
+    - Each unit stands in the text as folded: a CJK unit as it is, a word as unicode61
+      folds it inside a word (units.word_fold), so a rare word glued to CJK text costs a
+      row a substring search, not a tokenizing.
+    - Two CJK units in a row (the phrase "大 学") stand in two runs: the first one's last
+      character and the second one's first have at least one character between them that
+      is neither CJK nor an ASCII letter or digit (both are tokens).  Rows where they stand
+      in one run (大学), which the cjk index matches too, fail it."""
+    # a row is checked for every term of a query in turn: its folded texts are kept for the next
+    last = getattr(_folds, "last", None)
+    if last is not None and last[1] == term.variants and last[0] == text:
+        folded, words = last[2], last[3]
+    else:
+        folded, words = _native.fold(clean(text), term.variants), None
+    for u in term.units:
+        if u.kind == CJK:
+            if u.text not in folded:
+                break
+        else:
+            if words is None:
+                words = folded.translate(word_fold())
+            if u.text not in words:
+                break
+    else:
+        _folds.last = (text, term.variants, folded, words)
+        return all(p.search(folded) for p in _separated(term))
+    _folds.last = (text, term.variants, folded, words)
+    return False
 
 
 def term_matches(term: Term, text: str | None) -> bool:
     """Does ``term`` match this one column text?"""
     if not text:
         return False
-    if not _runs_apart(term, text):
+    if term.is_cjk_run and len(text) <= _CACHE_LIMIT:  # substring of the folded text: no tokenizing needed
+        return term.units[0].text in _native.fold(clean(text), term.variants)
+    if not _may_match(term, text):
         return False
     if len(text) > _CACHE_LIMIT:
         return _first_big_spans([term], text, need_span=False)[term] is not None
-    if term.is_cjk_run:  # substring of the folded text: no tokenizing needed
-        return term.units[0].text in _native.fold(clean(text), term.variants)
     an = analyze(text, term.variants)
     if len(term.units) == 1:
         q = term.units[0].text

@@ -97,6 +97,33 @@ def word_tokens(data: bytes) -> list:
     return tok(data, _local.document, None, include_offsets=True, include_colocated=False)
 
 
+_WORD_FOLD: dict = {}  # the table word_fold() builds, once per process
+
+
+def word_fold() -> dict:
+    """A ``str.translate`` table that writes each character as unicode61 folds it inside a
+    word (``É`` -> ``e``), drops the ones a word absorbs (combining marks) and keeps every
+    other character: a word of a text folded by _native.fold is then a substring of the text
+    translated by it.  Read off the word tokenizer itself, one character at a time (its
+    folding is per character; past U+FFFF it folds nothing to ASCII), so it cannot
+    disagree with it.  For necessary conditions checked before tokenizing a text."""
+    if not _WORD_FOLD:
+        table = {}
+        for cp in range(0x80, 0x10000):
+            if 0xD800 <= cp <= 0xDFFF:
+                continue
+            c = chr(cp)
+            alone = word_tokens(c.encode("utf-8"))
+            if alone:
+                if alone[0][2] != c:
+                    table[cp] = alone[0][2]
+            elif [t[2] for t in word_tokens(("a" + c + "b").encode("utf-8"))] == ["ab"]:
+                table[cp] = ""
+        table.update({cp: chr(cp + 32) for cp in range(0x41, 0x5B)})
+        _WORD_FOLD.update(table)
+    return _WORD_FOLD
+
+
 # Texts are tokenized in pieces of at most this many characters, cut after a
 # newline or space (always separators), to bound one tokenizer call's memory.
 _CHUNK = 1 << 20

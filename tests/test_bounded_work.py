@@ -235,26 +235,27 @@ def test_archive_refuses_an_out_of_range_option_before_making_a_file(tmp_path, n
 # ---- a phrase of CJK runs apart ("大 学") --------------------------------------------
 
 _PIECES = ["大", "学", "中", "大学", " ", "。", "、", "a", "A", "1", "é", "\u200b", "\ufe00", "\u3000", "😀", "ｶﾞ",
-           "x y", "\n", "_", "-"]
+           "x y", "\n", "_", "-", "Café", "CAFE\u0301", "ｃａｆé", "caf", "e", "İ", "ß", "zzqx", "ＺＺqx", "Z\u0301Z"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=12),
-       st.sampled_from(['"大 学"', '"中 大 学"', '"大学 中"', '"大 学a"', '"学 大"', '"ガ 大"']))
-def test_the_runs_apart_filter_only_skips_rows_that_cannot_match(pieces, query):
-    """_runs_apart is a necessary condition: with it or without it, every text matches alike."""
+       st.sampled_from(['"大 学"', '"中 大 学"', '"大学 中"', '"大 学a"', '"学 大"', '"ガ 大"', "cafe", "café*",
+                        "zzqx", "大cafe", '"cafe zzqx"', "i", "ßa", "caf*", "ZZ", "x*", '"y 大"']))
+def test_the_may_match_filter_only_skips_rows_that_cannot_match(pieces, query):
+    """_may_match is a necessary condition: with it or without it, every text matches alike."""
     text = "".join(pieces)
     term = parse(query)
     with_filter = term_matches(term, text)
-    saved = evaluate_mod._runs_apart
-    evaluate_mod._runs_apart = lambda term, text: True
+    saved = evaluate_mod._may_match
+    evaluate_mod._may_match = lambda term, text: True
     try:
         assert term_matches(term, text) == with_filter, (query, text)
     finally:
-        evaluate_mod._runs_apart = saved
+        evaluate_mod._may_match = saved
 
 
-def test_a_phrase_of_runs_apart_tokenizes_only_rows_that_can_match(tmp_path, monkeypatch):
+def test_a_phrase_of_may_match_tokenizes_only_rows_that_can_match(tmp_path, monkeypatch):
     """"大 学" is looked up as 大 then 学 in the cjk index, which 大学 matches too: those
     rows must be refused before they are tokenized, or the search costs a tokenizing of
     every message holding 大学."""
@@ -269,3 +270,23 @@ def test_a_phrase_of_runs_apart_tokenizes_only_rows_that_can_match(tmp_path, mon
         for sort in ("newest", "relevance"):
             assert [h.message_id for h in ar.search('"大 学"', sort=sort)] == [want]
         assert len(calls) <= 20, len(calls)  # the one row that matches, a few times over
+
+
+def test_a_rare_word_without_the_extension_tokenizes_only_rows_that_hold_it(tmp_path, monkeypatch):
+    """Without the extension (and without trigram) a word may be glued to CJK text in any row
+    with non-ASCII text, which the unicode61 index cannot see: those rows are read, but only a
+    row that holds the word as folded is tokenized (a needle would otherwise cost minutes)."""
+    from cjk_tokenizer import Archive
+
+    path = tmp_path / "n.db"
+    with Archive(path) as ar:
+        ar.add_messages("s", [{"role": "user", "content": f"部署日志cache{i} 在服务器上 error" * 20} for i in range(300)])
+        want = ar.add_message("s", "user", "看看ＫＵＢＥＣＴＬ的输出")
+    with Archive(path, extension=False, readonly=True) as ar:
+        calls = []
+        real = evaluate_mod.analyze
+        monkeypatch.setattr(evaluate_mod, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+        assert ar.search("zzqx", sort="newest") == []
+        assert calls == []
+        assert [h.message_id for h in ar.search("kubectl", sort="newest")] == [want]
+        assert len(calls) <= 10, len(calls)  # the one row that holds it, a few times over
