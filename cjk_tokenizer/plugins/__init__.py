@@ -65,28 +65,26 @@ def uses_cjk_tokenizer(create_sql: str | None) -> bool:
     return bool(create_sql) and _CJK_FTS.search(create_sql) is not None
 
 
-def one_cjk_char(term: str, *, punctuation: bool = False) -> str | None:
-    """The character, when ``term`` (quotes around it allowed) is exactly one CJK
-    character as the tokenizer reads it: ｶﾞ, カ+U+3099 and 辻+a variation selector
-    are one character (ガ, ガ, 辻), as in documents.  With ``punctuation``, text
-    the tokenizer drops may surround it (``大*``, ``「大」``, ``大。``): the phrase
-    FTS5 makes of such a term is that one character too."""
+def one_cjk_char(term: str) -> str | None:
+    """The character, when ``term`` (quotes around it allowed) is one CJK character
+    as the tokenizer reads it: ｶﾞ, カ+U+3099 and 辻+a variation selector are one
+    character (ガ, ガ, 辻), as in documents, and text the tokenizer drops may
+    surround it (``大*``, ``「大」``, ``大。``): the phrase FTS5 makes of such a
+    term is that one character too."""
     from .. import tokenize
     from .._native import is_cjk
 
     text = term.strip()
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
-    # one character with its marks and selector is short (with what it drops around it, longer)
-    if not text or len(text) > (64 if punctuation else 8):
+    # one character with its marks and selector, and what the tokenizer drops around it, is short
+    if not text or len(text) > 64:
         return None
     tokens = tokenize(text, mode="query")
     if len(tokens) != 1:
         return None
-    token, start, end = tokens[0][:3]
-    # nothing around it but what it folds in (or, with punctuation, what the tokenizer drops)
-    whole = punctuation or (start == 0 and end == len(text.encode("utf-8")))
-    return token if whole and len(token) == 1 and is_cjk(token) else None
+    token = tokens[0][0]
+    return token if len(token) == 1 and is_cjk(token) else None
 
 
 # An FTS5 query's tokens: a string ("" escapes a quote), a bareword (ASCII letters,
@@ -119,7 +117,7 @@ def prefix_one_cjk_chars(query):
         if depth or tok in _KEYWORDS or before == "+" or after in ("*", "+", ":"):
             continue
         if tok[0] == '"' or tok[0] == "\x1a" or tok[0].isalnum() or tok[0] == "_" or ord(tok[0]) > 127:
-            ch = one_cjk_char(tok.replace('""', '"') if tok[0] == '"' else tok, punctuation=True)
+            ch = one_cjk_char(tok.replace('""', '"') if tok[0] == '"' else tok)
             if ch:
                 # after a string with nothing between, a leading quote would read as its "" escape
                 sep = " " if i and tokens[i - 1].endswith('"') else ""
