@@ -254,20 +254,11 @@ def _may_match(term: Term, text: str) -> bool:
         folded, words = last[2], last[3]
     else:
         folded, words = _native.fold(clean(text), term.variants), None
-    for u in term.units:
-        if u.kind == CJK:
-            if u.text not in folded:
-                break
-        else:
-            if words is None:
-                words = folded.translate(word_fold())
-            if u.text not in words:
-                break
-    else:
-        _folds.last = (text, term.variants, folded, words)
-        return all(p.search(folded) for p in _separated(term))
+    if words is None and any(u.kind != CJK for u in term.units):
+        words = folded.translate(word_fold())
     _folds.last = (text, term.variants, folded, words)
-    return False
+    return (all(u.text in (folded if u.kind == CJK else words) for u in term.units)
+            and all(p.search(folded) for p in _separated(term)))
 
 
 def term_matches(term: Term, text: str | None) -> bool:
