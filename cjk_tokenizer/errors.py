@@ -46,5 +46,8 @@ def shown(value, limit: int = 80) -> str:
     if isinstance(value, int) and value.bit_length() > 256:
         sign = "a negative" if value < 0 else "an"
         return f"{sign} integer of about {round(value.bit_length() * 0.30103):,} digits"
-    text = repr(value[:limit + 1] if isinstance(value, (str, bytes)) else value)
+    try:
+        text = repr(value[:limit + 1] if isinstance(value, (str, bytes)) else value)
+    except ValueError:  # such an integer inside a collection
+        return f"a {type(value).__name__} holding an integer too long to write"
     return text if len(text) <= limit else text[:limit - 3] + "..."

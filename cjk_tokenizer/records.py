@@ -45,7 +45,7 @@ import time
 from typing import NamedTuple
 
 from .constants import ROLES
-from .errors import CjkTokenizerError, TimeValueError
+from .errors import CjkTokenizerError, TimeValueError, shown
 from .schema import FTS_COLUMNS
 from .timeutil import epoch_seconds
 
@@ -142,7 +142,7 @@ MAX_ID_CHARS = 512
 def ident(value, field: str) -> str:
     """A session id: a non-empty str of at most MAX_ID_CHARS characters."""
     if not isinstance(value, str) or not value:
-        raise InputError(f"{field} must be a non-empty str, not {value!r}"[:200])
+        raise InputError(f"{field} must be a non-empty str, not {shown(value)}")
     if len(value) > MAX_ID_CHARS:
         raise InputError(f"{field} is {len(value):,} characters long; at most {MAX_ID_CHARS} are allowed")
     return text(value, field)

@@ -435,7 +435,7 @@ def paging(sort, offset, cursor) -> tuple[str, int, int | None]:
     if (kind not in ("newest", "oldest") or not (last.isascii() and last.isdigit()) or len(last) > 19
             or int(last) > MAX_ROWID):
         raise QueryError(f"cursor must be a next_cursor from an earlier newest/oldest search, "
-                         f"not {repr(cursor)[:80]}")
+                         f"not {shown(cursor)}")
     if sort not in ("relevance", kind):
         raise QueryError(f"cursor {cursor!r} continues a sort={kind!r} search, not sort={sort!r}")
     return kind, offset, int(last)

@@ -439,7 +439,7 @@ def _str_list(name: str, value) -> list | None:
         value = [value]
     if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
         raise SearchArgumentError("bad_argument", f"{name} must be a string or a list of strings, not "
-                                                  f"{repr(value)[:200]}", name)
+                                                  f"{shown(value, 200)}", name)
     return [_encodable(name, v) for v in value]
 
 

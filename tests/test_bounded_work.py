@@ -212,6 +212,20 @@ def test_the_agent_tool_reads_a_message_id_of_5000_digits_as_out_of_range(one_me
     assert out["error"]["argument"] == "around_message_id" and len(out["error"]["message"]) < 300, out
 
 
+def test_other_arguments_holding_a_huge_integer_are_named_too(one_message_archive):
+    from cjk_tokenizer import InputError, QueryError
+
+    ar = one_message_archive
+    with pytest.raises(QueryError, match="cursor") as exc:
+        ar.search("needle", sort="newest", cursor=HUGE)
+    assert len(str(exc.value)) < 300
+    with pytest.raises(InputError, match="session_id") as exc:
+        ar.add_message(HUGE, "user", "x")
+    assert len(str(exc.value)) < 300
+    err = ar.session_search(query="needle", exclude_session_ids=[HUGE])["error"]
+    assert err["argument"] == "exclude_session_ids" and len(err["message"]) < 300, err
+
+
 def test_archive_reads_bind_any_count_of_rows(one_message_archive):
     ar = one_message_archive
     assert [s["id"] for s in ar.sessions(limit=HUGE)] == ["s"] and ar.sessions(offset=HUGE) == []
