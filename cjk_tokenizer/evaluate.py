@@ -15,7 +15,8 @@ from typing import Iterator, Sequence
 from . import _native
 from .query import And, Not, Or, Term, positive_terms, term_from_key, terms as all_terms
 from .records import stored_text
-from .units import _CACHE_LIMIT, CJK, WORD, Analysis, Unit, _fold_map, analyze, clean, pieces, word_fold
+from .units import (_CACHE_LIMIT, CACHE_CHARS, CJK, WORD, Analysis, Unit, _fold_map, _SizedCache, analyze, clean, pieces,
+                    word_fold)
 
 
 def _unit_span(q, d, j: int, k: int, prefix: bool, start: int, end: int):
@@ -221,7 +222,40 @@ def _first_big_spans(terms, text: str, *, need_span: bool = True) -> dict:
 
 
 _SEPARATED: dict = {}  # term -> the patterns _may_match searches for (empty: nothing to check)
-_folds = threading.local()  # the last text _may_match folded, per thread
+
+
+class _Folded:
+    """A text as _may_match reads it: folded as the indexes fold it, and (when first
+    asked) with each word character folded as unicode61 folds it inside a word."""
+
+    __slots__ = ("text", "variants", "folded", "_words")
+
+    def __init__(self, text: str, variants: bool):
+        self.text, self.variants = text, variants
+        self.folded = _native.fold(clean(text), variants)
+        self._words: str | None = None
+
+    @property
+    def words(self) -> str:
+        if self._words is None:
+            self._words = self.folded.translate(word_fold())
+        return self._words
+
+
+# A row is checked for every term of a query, and again by each route and for its
+# snippet: its folded texts are kept, within the same bound as the analyses (a big
+# text, which that bound would drop at once, is kept alone, per thread).
+_fold_cache = _SizedCache(CACHE_CHARS, _Folded)
+_folds = threading.local()
+
+
+def _folded(text: str, variants: bool) -> _Folded:
+    if len(text) <= _CACHE_LIMIT:
+        return _fold_cache.get(text, variants)
+    last = getattr(_folds, "last", None)
+    if last is None or last.variants != variants or not (last.text is text or last.text == text):
+        last = _folds.last = _Folded(text, variants)
+    return last
 
 
 def _separated(term: Term) -> list:
@@ -248,17 +282,9 @@ def _may_match(term: Term, text: str) -> bool:
       character and the second one's first have at least one character between them that
       is neither CJK nor an ASCII letter or digit (both are tokens).  Rows where they stand
       in one run (大学), which the cjk index matches too, fail it."""
-    # a row is checked for every term of a query in turn: its folded texts are kept for the next
-    last = getattr(_folds, "last", None)
-    if last is not None and last[1] == term.variants and last[0] == text:
-        folded, words = last[2], last[3]
-    else:
-        folded, words = _native.fold(clean(text), term.variants), None
-    if words is None and any(u.kind != CJK for u in term.units):
-        words = folded.translate(word_fold())
-    _folds.last = (text, term.variants, folded, words)
-    return (all(u.text in (folded if u.kind == CJK else words) for u in term.units)
-            and all(p.search(folded) for p in _separated(term)))
+    f = _folded(text, term.variants)
+    return (all(u.text in (f.folded if u.kind == CJK else f.words) for u in term.units)
+            and all(p.search(f.folded) for p in _separated(term)))
 
 
 def term_matches(term: Term, text: str | None) -> bool:
@@ -267,10 +293,14 @@ def term_matches(term: Term, text: str | None) -> bool:
         return False
     if term.is_cjk_run and len(text) <= _CACHE_LIMIT:  # substring of the folded text: no tokenizing needed
         return term.units[0].text in _native.fold(clean(text), term.variants)
+    if len(text) > _CACHE_LIMIT:
+        found = _big_found(text)  # read once for every term of the query, or refused once
+        if term not in found and not _may_match(term, text):
+            found[term] = None
+            return False
+        return _first_big_spans([term], text, need_span=False)[term] is not None
     if not _may_match(term, text):
         return False
-    if len(text) > _CACHE_LIMIT:
-        return _first_big_spans([term], text, need_span=False)[term] is not None
     an = analyze(text, term.variants)
     if len(term.units) == 1:
         q = term.units[0].text

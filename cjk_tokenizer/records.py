@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import time
 from typing import NamedTuple
 
@@ -91,9 +92,23 @@ def read_number_sql(column: str) -> str:
     return f"CASE WHEN typeof({column}) IN ('integer', 'real') THEN {column} ELSE {read_sql(column)} END"
 
 
+# A big column comes to an SQL function once per term of a query: its last decoding is
+# kept, per thread, as one str (comparing the bytes costs a tenth of decoding them, and
+# the same str lets the big-text checks find their work done).
+_BIG_BYTES = 1 << 16
+_decoded = threading.local()
+
+
 def stored_text(value):
     """A text column's value read through read_sql, as a str (or None)."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    if not isinstance(value, bytes):
+        return value
+    if len(value) <= _BIG_BYTES:
+        return value.decode("utf-8", "replace")
+    last = getattr(_decoded, "last", None)
+    if last is None or last[0] != value:
+        last = _decoded.last = (value, value.decode("utf-8", "replace"))
+    return last[1]
 
 
 # A stored time beyond this (Infinity, or a number no date has) is no time: the

@@ -25,6 +25,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from . import _native
 
@@ -288,22 +289,24 @@ CACHE_CHARS = 1 << 20
 
 
 class _SizedCache:
-    """Least-recently-used analyses, bounded by their texts' total length."""
+    """Least-recently-used readings of texts (``make(text, variants)``: an Analysis unless
+    told), bounded by their texts' total length."""
 
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, make=None):
         self.budget = budget
         self.size = 0
-        self._entries: OrderedDict[tuple[str, bool], Analysis] = OrderedDict()
+        self._make = make or Analysis
+        self._entries: OrderedDict[tuple[str, bool], Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, text: str, variants: bool) -> Analysis:
+    def get(self, text: str, variants: bool) -> Any:
         key = (text, variants)
         with self._lock:
             an = self._entries.get(key)
             if an is not None:
                 self._entries.move_to_end(key)
                 return an
-        an = Analysis(text, variants)  # outside the lock: threads analyze in parallel
+        an = self._make(text, variants)  # outside the lock: threads analyze in parallel
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = an
