@@ -89,6 +89,24 @@ def test_the_analysis_cache_is_bounded_by_size(monkeypatch):
     assert units.CACHE_CHARS * 64 <= 128 * 2**20  # the default keeps a long-running process small
 
 
+def test_the_folded_texts_kept_for_the_prefilter_are_bounded_by_size(monkeypatch):
+    budget = 100_000
+    monkeypatch.setattr(evaluate_mod, "_fold_cache", units._SizedCache(budget, evaluate_mod._Folded))
+    (term,) = positive_terms(parse("zzqx"))  # in no text: every text is folded and refused
+    texts = [("部署 café rollback データ " * 500)[:10_000] + f" {i}" for i in range(60)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        assert not any(term_matches(term, t) for t in texts)  # 600,000 characters pass through
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert 0 < evaluate_mod._fold_cache.size <= budget
+    assert held < 16 * budget, f"{held / 2**20:.1f} MiB held by the folded texts"
+
+
 # ---- big rows: read in pieces, same answers ------------------------------------------------
 
 # small alphabets, so that terms of several units occur and cross the cuts
