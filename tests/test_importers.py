@@ -180,6 +180,38 @@ def test_a_hermes_transcript_rewritten_under_new_ids_is_not_stored_twice(tmp_pat
         assert ar.sync().messages == 0  # the new ids are known now
 
 
+@pytest.mark.parametrize("imported_before", [True, False], ids=["sync-after", "first-import-after"])
+def test_a_hermes_compaction_that_keeps_its_rows_stores_the_kept_tail_once(tmp_path, hermes_state, imported_before):
+    # archive_and_compact (Hermes' in-place /compress) leaves the old rows (active = 0) and inserts
+    # the kept tail again as new rows, with the same text, time and reasoning
+    from pathlib import Path
+
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("c1", "cli")
+    for i in range(3):
+        writer.append_message("c1", "user", f"第{i}个问题", timestamp=1764100000.0 + 2 * i)
+        writer.append_message("c1", "assistant", f"第{i}个回答", reasoning=f"想{i}", timestamp=1764100001.0 + 2 * i)
+    writer.close()
+
+    def compact():
+        w = hermes_state.SessionDB(db_path=Path(db))
+        w.archive_and_compact("c1", [{"role": "user", "content": "前情提要"}] + w.get_messages_as_conversation("c1")[-2:])
+        w.close()
+
+    with Archive(str(tmp_path / "a.db")) as ar:
+        if imported_before:
+            assert ar.import_source(db).messages == 6
+        compact()
+        compact()  # the second archives the first one's copies too
+        report = ar.sync() if imported_before else ar.import_source(db)
+        want = [f"第{i}个{w}" for i in range(3) for w in ("问题", "回答")] + ["前情提要", "前情提要"]
+        assert sorted(m["content"] for m in ar.messages_of("c1")) == sorted(want)
+        assert report.messages == (2 if imported_before else 8) and not report.changed
+        assert [h.session_id for h in ar.search("想2", include_reasoning=True)] == ["c1"]
+        assert ar.sync().messages == 0
+
+
 # ------------------------------------------------------------------ Claude Code
 
 
@@ -639,6 +671,48 @@ def test_cli_imports_hermes_claude_and_codex_histories_then_adds_nothing(tmp_pat
         assert [h["role"] for h in hits] == [role], query
 
 
+@pytest.mark.parametrize("field", ["uuid", "sessionId"])
+def test_a_claude_line_whose_id_is_not_utf8_is_one_bad_record_and_the_folder_imports(tmp_path, field):
+    # an id that cannot be stored as text stopped the whole import, and every later sync
+    def line(uuid, session, text):
+        return (json.dumps({"type": "user", "uuid": uuid, "sessionId": session, "timestamp": "2025-11-24T10:00:00Z",
+                            "message": {"role": "user", "content": text}}, ensure_ascii=False) + "\n").encode()
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(line("a1", "sa", "甲"))
+    bad = line("b2", "sb", "x").replace(b'"b2"' if field == "uuid" else b'"sb"', b'"\xff"')
+    (folder / "b.jsonl").write_bytes(line("b1", "sb", "乙") + bad)
+    (folder / "c.jsonl").write_bytes(line("c1", "sc", "丙"))
+    db = str(tmp_path / "a.db")
+    proc = cli("import", db, str(folder), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    errs = [e for e in proc.stderr.splitlines() if e.startswith("cjk-tokenizer:")]
+    assert len(errs) == 1 and f"{folder / 'b.jsonl'}:2: " in errs[0] and "0xFF" in errs[0], proc.stderr
+    assert "skipped: bad 1" in proc.stdout, proc.stdout
+    with Archive(db) as ar:
+        assert sorted(m["content"] for m in _all(ar)) == sorted(["甲", "乙", "丙"])
+    again = cli("sync", db, check=False)
+    assert again.returncode == 1 and "Traceback" not in again.stderr and "imported 0 messages" in again.stdout
+
+
+def test_a_codex_rollout_copied_from_one_of_three_of_its_session_is_not_stored_again(tmp_path):
+    # three rollouts of one session id hold other text at the same lines: a copy of the second
+    # was checked against one of them only
+    db = str(tmp_path / "a.db")
+    for name, text in (("a", "甲文件"), ("b", "乙文件"), ("c", "丙文件")):
+        lines = [dict(line) for line in fx.codex_lines()[:3]]
+        lines[2]["payload"] = {**lines[2]["payload"], "content": [{"type": "input_text", "text": text}]}
+        fx.write_jsonl(str(tmp_path / "live" / f"rollout-{name}.jsonl"), lines)
+    with Archive(db) as ar:
+        ar.import_source(str(tmp_path / "live"))
+        n = ar.count_messages()
+        os.makedirs(tmp_path / "elsewhere")
+        shutil.copy(tmp_path / "live" / "rollout-b.jsonl", tmp_path / "elsewhere" / "rollout-b.jsonl")
+        report = ar.import_source(str(tmp_path / "elsewhere"))
+        assert report.messages == 0 and ar.count_messages() == n and len(_hit_ids(ar, "乙文件")) == 1
+
+
 def test_a_line_that_is_not_utf8_is_named_as_such(tmp_path):
     # the byte was reported as a "lone surrogate", which the line does not hold
     path = str(tmp_path / "c.jsonl")
@@ -767,7 +841,7 @@ def test_a_copied_transcript_imported_while_its_original_imports_is_stored_once(
         first = ar.import_source(str(path))
         assert first.messages > 0
         # the second import read the other file's keys before the first committed them
-        monkeypatch.setattr(driver._Run, "_imported_elsewhere", lambda self, src, key: None)
+        monkeypatch.setattr(driver._Run, "_imported_elsewhere", lambda self, src, key, digest: None)
         second = ar.import_source(str(copy))
         assert (second.messages, len(second.sessions)) == (0, 0), second.summary()
         assert second.unchanged == first.messages and ar.count_messages() == first.messages

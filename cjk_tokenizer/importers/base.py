@@ -18,6 +18,7 @@ the archive's one validation path.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -45,6 +46,13 @@ class Record:
     line: int | None
     messages: list
     legacy: str | None = None  # the key an earlier version gave it (already-imported records keep theirs)
+    same_as: str | None = None  # the key of a record of this source it copies: stored once, under both keys
+
+
+def digest(messages) -> str:
+    """What a record's messages read as, in a few bytes: equal digests, equal messages."""
+    data = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 @dataclass

@@ -43,10 +43,12 @@ from dataclasses import dataclass, field
 from .. import records
 from ..records import InputError
 from ..archive import BULK_BATCH_CHARS
+from ..errors import shown
 from ..indexing import AsideBuild
 from ..schema import IMPORT_DDL
 from . import claude_code, codex, hermes, openai
 from .base import ImportFileError, Record, SessionInfo, Skip, Source, peek_objects
+from .base import digest as message_digest
 
 FORMATS = {m.NAME: m for m in (openai, claude_code, codex, hermes)}
 FORMAT_CHOICES = ("auto", *FORMATS)
@@ -256,11 +258,6 @@ def _stdin_source(fmt: str) -> Source:
 
 # ---------------------------------------------------------------- running
 
-def _digest(messages) -> str:
-    data = json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.blake2b(data.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
-
-
 def _ensure_tables(archive) -> None:
     def work():
         for ddl in IMPORT_DDL:
@@ -330,9 +327,19 @@ class _Run:
         self.ar, self.report, self.progress = archive, report, progress
         self.batch_size, self.total, self.aside = batch_size, total, aside
         self.before = 0  # bytes of finished sources, for progress
+        self.bad_lines: set = set()  # of the source being read: a line is one bad record, however many parts fail
+
+    def bad(self, src: Source, line, reason: str) -> None:
+        if line is not None:
+            if line in self.bad_lines:
+                return
+            self.bad_lines.add(line)
+        self.report.skipped["bad"] += 1
+        self.report.bad.append(f"{_where(src, line)}: {reason}")
 
     def source(self, src: Source) -> None:
         conn = self.ar.conn
+        self.bad_lines = set()
         reader = FORMATS[src.fmt]
 
         def register():
@@ -411,16 +418,16 @@ class _Run:
             if n % 256 == 0 and self.progress is not None:
                 self.progress(self.before + src.done, self.total)
             if isinstance(item, Skip):
-                self.report.skipped[item.kind] += 1
                 if item.kind == "bad":
-                    self.report.bad.append(f"{_where(src, item.line)}: {item.reason}")
+                    self.bad(src, item.line, str(item.reason))
+                else:
+                    self.report.skipped[item.kind] += 1
                 continue
             if isinstance(item, SessionInfo):
                 try:
                     _merge(pending, _session_fields(item))
                 except InputError as exc:
-                    self.report.skipped["bad"] += 1
-                    self.report.bad.append(f"{_where(src, item.line)}: session {item.id!r}: {exc}")
+                    self.bad(src, item.line, f"session {shown(item.id)}: {exc}")
                 continue
             records[0] += 1
             self._record(src, item, known, batch, size, gone, aliases)
@@ -430,14 +437,16 @@ class _Run:
         self.before += src.size or 0
         self.report.sources += 1
 
-    def _imported_elsewhere(self, src: Source, key: str) -> str | None:
-        """The digest ``key`` was imported with from any source of this format, for a
-        format whose keys name a record wherever its file lies (else None)."""
+    def _imported_elsewhere(self, src: Source, key: str, digest: str) -> str | None:
+        """A digest ``key`` was imported with from a source of this format (``digest``
+        if any was), for a format whose keys name a record wherever its file lies
+        (else None).  Several files may hold a key (a session's rollouts)."""
         anywhere = getattr(FORMATS[src.fmt], "global_key", None)
         if anywhere is None or not anywhere(key):
             return None
         row = self.ar.conn.execute("SELECT i.digest FROM imported i JOIN import_sources s ON s.id = i.source_id "
-                                   "WHERE i.key = ? AND s.format = ? LIMIT 1", (key, src.fmt)).fetchone()
+                                   "WHERE i.key = ? AND s.format = ? ORDER BY i.digest = ? DESC LIMIT 1",
+                                   (key, src.fmt, digest)).fetchone()
         return None if row is None else row[0]
 
     def _taken_elsewhere(self, src: Source, source_id: int, batch: list) -> set:
@@ -447,24 +456,31 @@ class _Run:
         wanted = [(key, digest) for key, digest, _ in batch if anywhere is not None and anywhere(key)]
         if not wanted:
             return set()
-        found = dict(self.ar.conn.execute(
-            "SELECT i.key, i.digest FROM imported i JOIN import_sources s ON s.id = i.source_id "
-            "WHERE s.format = ? AND i.source_id != ? AND i.key IN (SELECT value FROM json_each(?))",
-            (src.fmt, source_id, json.dumps([key for key, _ in wanted], ensure_ascii=False))))
+        found: dict = {}  # key -> its digests (several files may hold a key)
+        for key, digest in self.ar.conn.execute(
+                "SELECT i.key, i.digest FROM imported i JOIN import_sources s ON s.id = i.source_id "
+                "WHERE s.format = ? AND i.source_id != ? AND i.key IN (SELECT value FROM json_each(?))",
+                (src.fmt, source_id, json.dumps([key for key, _ in wanted], ensure_ascii=False))):
+            found.setdefault(key, set()).add(digest)
         positional = getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False)
-        return {key for key, digest in wanted if key in found and (found[key] == digest or not positional)}
+        return {key for key, digest in wanted if key in found and (digest in found[key] or not positional)}
 
     def _record(self, src: Source, rec: Record, known: dict, batch: list, size: list, gone: dict,
                 aliases: list) -> None:
-        digest = _digest(rec.messages)
+        try:
+            records.text(rec.key, "its id")  # a key is stored and looked up as text
+        except InputError as exc:
+            self.bad(src, rec.line, f"record {shown(rec.key)}: {exc}")
+            return
+        digest = message_digest(rec.messages)
         old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
-        if old is None and gone.get(digest):  # a record the source rewrote under a new key
-            aliases.append((rec.key, gone[digest].pop()))
+        if old is None and (gone.get(digest) or rec.same_as is not None):  # a record the source rewrote or copied
+            aliases.append((rec.key, gone[digest].pop() if rec.same_as is None else rec.same_as))
             known[rec.key] = digest
             self.report.unchanged += 1
             return
         if old is None:
-            old = self._imported_elsewhere(src, rec.key)
+            old = self._imported_elsewhere(src, rec.key, digest)
             if old is not None and old != digest and getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False):
                 old = None  # the key's place in another file holds other text: another record
         if old is not None:
@@ -477,10 +493,8 @@ class _Run:
         try:
             rows = [records.openai_row(m.get("session_id"), m) for m in rec.messages]
         except InputError as exc:
-            self.report.skipped["bad"] += 1
             # without a line (a database's rows) the record's key says which one
-            where = _where(src, rec.line) if rec.line is not None else f"{src.name}: record {rec.key!r}"
-            self.report.bad.append(f"{where}: {exc}")
+            self.bad(src, rec.line, str(exc) if rec.line is not None else f"record {shown(rec.key)}: {exc}")
             return
         known[rec.key] = digest
         batch.append((rec.key, digest, rows))

@@ -18,7 +18,11 @@ A message's identity is its ``messages.id``.  Hermes rewrites a transcript
 (``/retry``, ``/undo``, ``/compress``: ``replace_messages``) by deleting its
 rows and inserting them again under new ids; a new row that reads exactly as
 a row gone from the source since it was imported is that message again, not
-a new one (``keys`` lets the driver see which are gone).  Session rows are
+a new one (``keys`` lets the driver see which are gone).  A compaction that keeps
+its rows (``archive_and_compact``: the old rows stay, ``active = 0``) inserts
+the kept tail again as new rows: a row reading exactly as an earlier
+soft-archived row (same session, role, text, time, reasoning…) is that message
+again, stored once.  Session rows are
 re-read on every import, so a title set later reaches the archive on the next
 sync.
 """
@@ -31,7 +35,7 @@ import apsw
 
 from ..constants import ROLES
 from ..records import parts_text, read_number_sql, read_sql, stored_text
-from .base import ImportFileError, Record, SessionInfo, Skip, compact, epoch, join_text
+from .base import ImportFileError, Record, SessionInfo, Skip, compact, digest, epoch, join_text
 
 NAME = "hermes"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -159,10 +163,10 @@ def _content(raw, meta: dict):
     return parts_text(parts, meta) if isinstance(parts, list) else raw
 
 
-# Columns read as their bytes (times: numbers as they are, text as bytes) and decoded
-# per row (_decoded): a value that is not UTF-8 makes that row a bad record, where
+# Columns read as their bytes (times and flags: numbers as they are, text as bytes) and
+# decoded per row (_decoded): a value that is not UTF-8 makes that row a bad record, where
 # APSW's own decoding stopped the read.
-_NUMBERS = frozenset({"started_at", "ended_at", "timestamp"})
+_NUMBERS = frozenset({"started_at", "ended_at", "timestamp", "active"})
 
 
 def _select(conn, table: str, wanted: tuple, order: str) -> tuple:
@@ -213,7 +217,9 @@ def read(src):
                 yield Skip("bad", None, f"session {stored_text(r['id'])!r}: {exc}")
         top = conn.execute("SELECT max(id) FROM messages").fetchone()[0] or 1
         m_cols = ("id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
-                  "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items")
+                  "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",
+                  "active")
+        archived: dict = {}  # digest -> key of the first soft-archived row reading so (see the module doc)
         for row in _select(conn, "messages", m_cols, "id"):
             r = dict(zip(m_cols, row))
             if src.size and isinstance(r["id"], int):
@@ -231,12 +237,19 @@ def read(src):
                                       *_json_texts(r["codex_reasoning_items"]))
                 meta = compact({"finish_reason": r["finish_reason"]})
                 content = _content(r["content"], meta)
-                yield Record(str(r["id"]), None, [{
+                message = {
                     "session_id": str(r["session_id"]), "role": r["role"], "content": content,
                     "reasoning": reasoning, "tool_calls": _parsed(r["tool_calls"]),
                     "tool_call_id": r["tool_call_id"], "tool_name": r["tool_name"],
                     "timestamp": epoch(r["timestamp"]), "metadata": meta,
-                }])
+                }
+                same = None
+                if archived or r["active"] == 0:
+                    d = digest([message])
+                    same = archived.get(d)
+                    if same is None and r["active"] == 0:
+                        archived[d] = str(r["id"])
+                yield Record(str(r["id"]), None, [message], same_as=same)
             except ValueError as exc:
                 yield Skip("bad", None, f"message id {r['id']}: {exc}")
         conn.execute("COMMIT")
