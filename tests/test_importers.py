@@ -385,6 +385,29 @@ def test_a_moved_codex_rollout_adds_nothing_and_a_resumed_one_adds_its_lines(tmp
         assert report.messages > 0 and not report.changed and len(_hit_ids(ar, "续会")) == report.messages
 
 
+def test_an_older_codex_rollout_of_bare_items_is_found_in_a_folder_and_imported(tmp_path):
+    # before the {"type", "payload"} lines: a bare session_meta, state lines, the items themselves
+    day = tmp_path / ".codex" / "sessions" / "2025" / "05" / "12"
+    fx.write_jsonl(str(day / "rollout-2025-05-12T09-00-00-d3b5.jsonl"), [
+        {"id": "d3b5", "timestamp": "2025-05-12T09:00:00Z", "instructions": None},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "旧问题 older rollout"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "想一想旧的"}]},
+        {"type": "function_call", "name": "shell", "arguments": "{\"command\":[\"ls\"]}", "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "旧文件.txt"},
+        {"record_type": "state"},
+    ])
+    fx.write_jsonl(str(tmp_path / ".codex" / "sessions" / "2025" / "10" / "29" / "rollout-x.jsonl"), fx.codex_lines())
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(str(tmp_path / ".codex"))
+        assert not report.bad and report.sources == 2
+        rows = ar.messages_of("d3b5")
+        assert [m["role"] for m in rows] == ["user", "assistant", "assistant", "tool"]
+        assert rows[0]["content"] == "旧问题 older rollout" and rows[1]["reasoning"] == "想一想旧的"
+        assert rows[3]["content"] == "旧文件.txt" and rows[3]["tool_name"] == "shell"
+        assert {h.session_id for h in ar.search("旧问题")} == {"d3b5"}
+
+
 def test_codex_lines_imported_under_their_line_numbers_are_known_still(tmp_path):
     # an archive whose Codex records were keyed by line number alone adds nothing on a re-import
     rollout = fx.write_jsonl(str(tmp_path / "rollout-x.jsonl"), fx.codex_lines())

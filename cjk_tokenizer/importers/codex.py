@@ -45,8 +45,19 @@ _CALLS = {"function_call", "custom_tool_call", "local_shell_call", "web_search_c
 _OUTPUTS = {"function_call_output", "custom_tool_call_output"}
 
 
+# An older rollout: a bare session_meta first ({"id", "timestamp", "instructions", ...}),
+# ``{"record_type": "state"}`` lines, and the response items as lines of their own.
+_OLDER_ITEMS = {"message", "reasoning"} | _CALLS | _OUTPUTS
+
+
 def detect(objs: list) -> bool:
-    return any(o.get("type") in _LINE_TYPES and isinstance(o.get("payload"), dict) for o in objs)
+    if any(o.get("type") in _LINE_TYPES and isinstance(o.get("payload"), dict) for o in objs):
+        return True
+    first = objs[0] if objs else {}
+    meta = isinstance(first.get("id"), str) and "timestamp" in first and "instructions" in first
+    items = [o for o in objs[1:] if "record_type" not in o]
+    return meta and all(o.get("type") in _OLDER_ITEMS for o in items) and (
+        bool(items) or any(o.get("record_type") == "state" for o in objs))
 
 
 def _output_text(output):
@@ -124,6 +135,9 @@ def read(src):
         try:
             kind = obj.get("type")
             payload = obj.get("payload")
+            if obj.get("record_type") == "state" and not isinstance(payload, dict):  # an older rollout's
+                yield Skip("state")
+                continue
             if not isinstance(payload, dict):  # an older rollout: the line is the item
                 if "type" not in obj and "role" in obj:  # a chat message line, not an item of a rollout
                     yield Skip("untyped line with a role (not Codex)")
