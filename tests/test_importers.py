@@ -243,6 +243,28 @@ def test_a_moved_or_copied_claude_code_transcript_adds_only_new_lines(tmp_path):
         assert ar.messages_of(fx.CLAUDE_SESSION)[-1]["content"] == "后来又问了一句"
 
 
+def test_a_resumed_claude_code_session_adds_its_new_lines_and_reports_no_change(tmp_path):
+    # a resumed session is written to a new file: the history copied under the same uuids, with
+    # the new session's id; that copy was reported as changed records
+    proj = tmp_path / "proj"
+    lines = [{"type": "user", "uuid": f"u{i}", "sessionId": "A", "timestamp": f"2025-11-24T10:0{i}:00Z",
+              "message": {"role": "user", "content": f"第{i}句"}} for i in range(2)]
+    fx.write_jsonl(str(proj / "A.jsonl"), lines)
+    with Archive(str(tmp_path / "a.db")) as ar:
+        ar.import_source(str(proj))
+        resumed = [dict(line, sessionId="B") for line in lines]
+        resumed.append({"type": "user", "uuid": "u2", "sessionId": "B", "timestamp": "2025-11-24T10:05:00Z",
+                        "message": {"role": "user", "content": "接着说"}})
+        fx.write_jsonl(str(proj / "B.jsonl"), resumed)
+        report = ar.sync()
+        assert (report.messages, report.unchanged, report.changed) == (1, 4, []), report.summary()  # A and its copy
+        assert [m["content"] for m in ar.messages_of("B")] == ["接着说"]
+        assert [m["content"] for m in ar.messages_of("A")] == ["第0句", "第1句"]
+        # a line that reads otherwise under a known uuid is still a change
+        fx.write_jsonl(str(proj / "C.jsonl"), [dict(lines[0], sessionId="C", message={"role": "user", "content": "改"})])
+        assert len(ar.sync().changed) == 1
+
+
 def test_claude_code_project_folder(tmp_path):
     proj, _ = _claude_project(tmp_path)
     with Archive(str(tmp_path / "a.db")) as ar:

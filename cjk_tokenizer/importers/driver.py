@@ -449,6 +449,18 @@ class _Run:
                                    (key, src.fmt, digest)).fetchone()
         return None if row is None else row[0]
 
+    def _copied_into_another_session(self, src: Source, rec: Record, old: str) -> bool:
+        """Does ``rec`` read as the record stored under its key, but for its session id?
+        (Claude Code writes a resumed session to a new file, its history copied under the
+        same uuids with the new session's id.)"""
+        row = self.ar.conn.execute(
+            "SELECT m.session_id FROM imported i JOIN import_sources s ON s.id = i.source_id "
+            "JOIN messages m ON m.id = i.first_id WHERE i.key = ? AND s.format = ? AND i.digest = ? LIMIT 1",
+            (rec.key, src.fmt, old)).fetchone()
+        if row is None or any(m.get("session_id") == row[0] for m in rec.messages):
+            return False
+        return message_digest([dict(m, session_id=row[0]) for m in rec.messages]) == old
+
     def _taken_elsewhere(self, src: Source, source_id: int, batch: list) -> set:
         """Keys of ``batch`` (key, digest, rows) another file of this format has
         stored, as _record would have found them before the batch was made."""
@@ -483,6 +495,8 @@ class _Run:
             old = self._imported_elsewhere(src, rec.key, digest)
             if old is not None and old != digest and getattr(FORMATS[src.fmt], "POSITIONAL_KEYS", False):
                 old = None  # the key's place in another file holds other text: another record
+            elif old is not None and old != digest and self._copied_into_another_session(src, rec, old):
+                old = digest  # a resumed session's copy of its history: the message is stored already
         if old is not None:
             if old == digest:
                 self.report.unchanged += 1
