@@ -758,6 +758,40 @@ def test_a_codex_rollout_copied_from_one_of_three_of_its_session_is_not_stored_a
         assert report.messages == 0 and ar.count_messages() == n and len(_hit_ids(ar, "乙文件")) == 1
 
 
+def _cli_bound_by_file_modes(*args):
+    """The CLI as a user whose file modes bind it (root, without the capabilities that pass over them)."""
+    prefix = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: file modes cannot be made to bind")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search", "--"]
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return subprocess.run([*prefix, sys.executable, "-m", "cjk_tokenizer", *args], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env=env)
+
+
+def test_an_unreadable_history_is_reported_not_passed_over(tmp_path):
+    # in a folder it was left out without a word, and on its own it was said to be of no known format
+    folder = tmp_path / "proj"
+    fx.write_jsonl(str(folder / "good.jsonl"), [{"role": "user", "content": "读得到"}])
+    locked = fx.write_jsonl(str(folder / "locked.jsonl"), [{"role": "user", "content": "读不到"}])
+    (folder / "notes.txt").write_text("not a history")
+    os.chmod(locked, 0)
+    os.chmod(folder / "notes.txt", 0)
+    try:
+        proc = _cli_bound_by_file_modes("import", str(tmp_path / "a.db"), str(folder))
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+        errs = [e for e in proc.stderr.splitlines() if e.startswith("cjk-tokenizer:")]
+        assert len(errs) == 1 and f"{locked}: cannot be read (Permission denied)" in errs[0], proc.stderr
+        with Archive(str(tmp_path / "a.db")) as ar:
+            assert [m["content"] for m in _all(ar)] == ["读得到"]
+        alone = _cli_bound_by_file_modes("import", str(tmp_path / "b.db"), locked, "--format", "openai")
+        assert alone.returncode == 1 and f"{locked}: cannot be read (Permission denied)" in alone.stderr
+        assert alone.stderr.count("\n") == 1 and not os.path.exists(tmp_path / "b.db")
+    finally:
+        os.chmod(locked, 0o644)
+
+
 def test_a_line_that_is_not_utf8_is_named_as_such(tmp_path):
     # the byte was reported as a "lone surrogate", which the line does not hold
     path = str(tmp_path / "c.jsonl")

@@ -141,6 +141,15 @@ def detect_file(path: str):
     return None
 
 
+def _unreadable(path: str) -> str | None:
+    """Why ``path`` cannot be read (its OS error), or None when it can."""
+    try:
+        with open(path, "rb"):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
 def _walk(folder: str):
     for root, dirs, files in os.walk(folder):
         dirs.sort()
@@ -180,6 +189,13 @@ def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
             for f in _walk(path):
                 if exclude and os.path.realpath(f) in exclude:
                     continue
+                why = _unreadable(f)
+                if why is not None:
+                    if f.endswith((".jsonl", ".db")):  # a history, by its name: the run reports it, goes on
+                        src = Source(f, fmt if fmt != "auto" else "openai")
+                        src.unreadable = why
+                        sources.append(src)
+                    continue
                 if fmt == "auto":
                     found = detect_file(f)
                 elif fmt == hermes.NAME:
@@ -196,6 +212,9 @@ def plan(paths, fmt: str = "auto", *, exclude=None) -> list:
         if not os.path.isfile(path):
             raise ImportFileError(f"{path}: not a regular file (a pipe or a device); to read a stream, "
                                   "pipe it to `import DB -`")
+        why = _unreadable(path)
+        if why is not None:
+            raise ImportFileError(f"{path}: cannot be read ({why})")
         found = detect_file(path) if fmt == "auto" else fmt
         if found is None:
             raise ImportFileError(f"{path}: cannot tell its format; give --format "
@@ -340,6 +359,9 @@ class _Run:
     def source(self, src: Source) -> None:
         conn = self.ar.conn
         self.bad_lines = set()
+        if getattr(src, "unreadable", None):
+            self.bad(src, None, f"cannot be read ({src.unreadable}); the folder's other files are imported")
+            return
         reader = FORMATS[src.fmt]
 
         def register():
