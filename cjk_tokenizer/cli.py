@@ -16,7 +16,9 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -166,13 +168,52 @@ def _cmd_sync(args) -> int:
         return _print_import(report, args.db)
 
 
+def _replaced_when_written(output: str, db: str, write) -> None:
+    """Run ``write(stream)`` into ``output``, which is left as it was unless it all goes well.
+
+    A regular file (or a new one) is written beside itself and renamed over it at the end,
+    so an export that fails (no such session, a full disk) never leaves it cut short.  The
+    archive itself, its companions and any other SQLite database are refused: export
+    writes text.  Anything else (a device, a pipe) is written as it is."""
+    from .importers.driver import archive_files
+
+    target = os.path.realpath(output)
+    if os.path.exists(target) and not os.path.isfile(target):
+        with open(output, "w", encoding="utf-8") as out:
+            write(out)
+        return
+    if target in archive_files(db):
+        raise CjkTokenizerError(f"{output}: is the archive being exported; name another file")
+    if os.path.exists(target):
+        with open(target, "rb") as f:
+            if f.read(16) == b"SQLite format 3\x00":
+                raise CjkTokenizerError(f"{output}: is a SQLite database; export writes text, so it is left alone")
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise CjkTokenizerError(f"{output}: no such folder")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            write(out)
+        if os.path.exists(target):
+            shutil.copymode(target, tmp)
+        else:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def _cmd_export(args) -> int:
     from .export import export
 
     with _read_archive(args.db, mmap_size=args.mmap_size) as ar:
         if args.output:
-            with open(args.output, "w", encoding="utf-8") as out:
-                export(ar, out, session_id=args.session, format=args.format)
+            _replaced_when_written(args.output, args.db,
+                                   lambda out: export(ar, out, session_id=args.session, format=args.format))
         else:
             export(ar, sys.stdout, session_id=args.session, format=args.format)
     return 0

@@ -668,6 +668,37 @@ def test_jsonl_export_imports_back_into_an_equal_archive(tmp_path, hermes_state)
         assert buf.getvalue().splitlines()[0].startswith('{"type": "session", "id": "' + fx.CLAUDE_SESSION)
 
 
+def test_a_failed_export_leaves_its_output_file_as_it_was_and_never_overwrites_an_archive(tmp_path):
+    # -o truncated its file before anything was checked: `export a.db -o a.db` emptied the archive
+    db, other = str(tmp_path / "a.db"), str(tmp_path / "other.db")
+    for path, text in ((db, "要导出的"), (other, "另一个")):
+        with Archive(path) as ar:
+            ar.add_message("s1", "user", text, timestamp=100.0)
+    before = {p: open(p, "rb").read() for p in (db, other)}
+    for target in (db, other, db + "-wal"):
+        proc = cli("export", db, "-o", target, check=False)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and target in proc.stderr, proc.stderr
+    assert {p: open(p, "rb").read() for p in (db, other)} == before and not os.path.exists(db + "-wal")
+    keep = tmp_path / "keep.jsonl"
+    keep.write_text("kept\n")
+    os.chmod(keep, 0o640)
+    proc = cli("export", db, "--session", "typo", "-o", str(keep), check=False)
+    assert proc.returncode == 1 and "typo" in proc.stderr and keep.read_text() == "kept\n"
+    cli("export", db, "-o", str(keep))
+    assert "要导出的" in keep.read_text() and os.stat(keep).st_mode & 0o777 == 0o640
+    assert sorted(os.listdir(tmp_path)) == ["a.db", "keep.jsonl", "other.db"]  # nothing left beside it
+    new = tmp_path / "new.jsonl"
+    cli("export", db, "-o", str(new), "--format", "markdown")
+    assert "要导出的" in new.read_text() and os.stat(new).st_mode & 0o777 == 0o666 & ~_umask()
+    assert cli("export", db, "-o", os.devnull).returncode == 0 and os.path.exists(os.devnull)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def test_markdown_export_tells_said_thought_and_tool_output_apart(tmp_path):
     _, path = _claude_project(tmp_path)
     db = str(tmp_path / "a.db")
