@@ -746,9 +746,10 @@ class Archive:
             row = self._conn.execute(f"SELECT {_MSG_COLS} FROM messages WHERE id = ?", (mid,)).fetchone()
         return None if row is None else _message(row)
 
-    def messages_of(self, session_id: str, *, after_id: int | None = None, before_id: int | None = None,
+    def messages_of(self, session_id: str | None, *, after_id: int | None = None, before_id: int | None = None,
                     limit: int | None = None, order: str = "asc") -> list[dict[str, Any]]:
-        """A session's messages by id: those with after_id < id < before_id, ``limit`` of them.
+        """A session's messages by id (``None``: every session's, in the order they arrived):
+        those with after_id < id < before_id, ``limit`` of them.
 
         ``order="asc"`` gives the first ones oldest first; ``"desc"`` the last
         ones newest first (e.g. the tail of a session).
@@ -758,7 +759,7 @@ class Archive:
         if _no_such_id(session_id):
             return []
         limit = None if limit is None else _row_count("limit", limit)
-        where, args = ["session_id = ?"], [session_id]
+        where, args = (["1"], []) if session_id is None else (["session_id = ?"], [session_id])
         for name, value, op in (("after_id", after_id, ">"), ("before_id", before_id, "<")):
             if value is None:
                 continue

@@ -1,12 +1,17 @@
 """Writing an archive (or one session) back out: JSONL that imports again, or Markdown to read.
 
-JSONL is the ``openai`` importer's one-message-per-line shape: a session line
-(``{"type": "session", "id", "title", "source", "started_at", "metadata"}``)
-then its messages in id order, every stored field included, so importing the
-file into an empty archive gives back the same sessions and messages: text
-that reads as text (tool_calls given as a string, metadata another tool
-wrote) is written as a string and stored back as it is, and a message
-without a time says ``"timestamp": null``.
+JSONL is the ``openai`` importer's one-message-per-line shape: the messages in
+the order they arrived (id order, sessions interleaved as they were written),
+each session's line (``{"type": "session", "id", "title", "source",
+"started_at", "metadata"}``) just before its first message, and sessions
+without messages at the end; every stored field is included, so importing the
+file into an empty archive gives back the same sessions and messages, in the
+same order: text that reads as text (tool_calls given as a string, metadata
+another tool wrote) is written as a string and stored back as it is, and a
+message without a time says ``"timestamp": null``.  An archive that only grew
+since it was last exported writes the same lines first and its new ones
+after them, so importing the new export into the archive that imported the
+old one (``sync``) adds exactly the new messages.
 
 Markdown is one section per session; what was said is plain text, what was
 thought is a quoted "thought" block, tool calls are listed as calls, and tool
@@ -57,22 +62,29 @@ def export(archive, out, *, session_id=None, format: str = "jsonl") -> int:
     """Write sessions (all, or ``session_id``) to the text stream ``out``; returns messages written."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    write = _jsonl if format == "jsonl" else _markdown
-    n = 0
     # one snapshot: the archive as one commit left it, whatever other processes write
     # meanwhile (read page by page, it matched no state the archive was ever in)
     with archive.reading():
-        for session in _sessions(archive, session_id):
-            n += write(archive, session, out)
-    return n
+        sessions = _sessions(archive, session_id)
+        if format == "jsonl":
+            return _jsonl(archive, sessions, session_id, out)
+        return sum(_markdown(archive, session, out) for session in sessions)
 
 
-def _jsonl(archive, session, out) -> int:
+def _header(session, out) -> None:
     header = {"type": "session", "id": session["id"], "title": session["title"], "source": session["source"],
               "started_at": session["started_at"], "metadata": session["metadata"] or None}
     out.write(json.dumps({k: v for k, v in header.items() if v is not None}, ensure_ascii=False) + "\n")
+
+
+def _jsonl(archive, sessions, session_id, out) -> int:
+    by_id = {s["id"]: s for s in sessions}
+    headed: set = set()
     n = 0
-    for m in _messages(archive, session["id"]):
+    for m in _messages(archive, session_id):
+        if m["session_id"] not in headed:
+            headed.add(m["session_id"])
+            _header(by_id.get(m["session_id"]) or _session(archive, m["session_id"]), out)
         # as the stored text where importing the calls would store other text: [] (import
         # reads it as no calls), or arguments another writer left escaped (import writes
         # them out: records.readable_calls)
@@ -86,6 +98,9 @@ def _jsonl(archive, session, out) -> int:
         line["timestamp"] = m["timestamp"]  # null too: import stores no time, not the import's
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
         n += 1
+    for s in sessions:
+        if s["id"] not in headed:
+            _header(s, out)
     return n
 
 

@@ -668,6 +668,35 @@ def test_jsonl_export_imports_back_into_an_equal_archive(tmp_path, hermes_state)
         assert buf.getvalue().splitlines()[0].startswith('{"type": "session", "id": "' + fx.CLAUDE_SESSION)
 
 
+def test_an_archive_re_exported_after_it_grew_syncs_exactly_its_new_messages_in_their_order(tmp_path):
+    # sessions were written one after another, so a message added to any but the last moved
+    # every later line, and the sync stored those lines again; the order they arrived in was lost
+    src, copy, out = str(tmp_path / "g1.db"), str(tmp_path / "g3.db"), str(tmp_path / "hist.jsonl")
+    with Archive(src) as ar:
+        ar.add_session("A", started_at=100.0)
+        ar.add_message("A", "user", "部署 一", timestamp=101.0)
+        ar.add_session("B", started_at=200.0)
+        ar.add_message("B", "user", "部署 二", timestamp=201.0)
+        ar.add_session("E", title="还没有消息", started_at=50.0)
+        ar.add_message("A", "user", "部署 三", timestamp=301.0)
+        with open(out, "w", encoding="utf-8") as f:
+            ar.export(f)
+    with Archive(copy) as ar:
+        ar.import_source(out)
+    with Archive(src) as ar:
+        ar.add_message("B", "user", "部署 四", timestamp=401.0)
+        ar.add_message("E", "user", "部署 五", timestamp=501.0)
+        ar.add_message("A", "user", "部署 六", timestamp=601.0)
+        with open(out, "w", encoding="utf-8") as f:
+            ar.export(f)
+        want = [(h.session_id, h.snippet) for h in ar.search("部署", sort="newest")]
+    with Archive(copy) as ar:
+        report = ar.sync()
+        assert (report.messages, report.changed) == (3, []), report.summary()
+        assert [(h.session_id, h.snippet) for h in ar.search("部署", sort="newest")] == want
+        assert len(want) == 6 and ar.session("E")["title"] == "还没有消息"
+
+
 def test_a_failed_export_leaves_its_output_file_as_it_was_and_never_overwrites_an_archive(tmp_path):
     # -o truncated its file before anything was checked: `export a.db -o a.db` emptied the archive
     db, other = str(tmp_path / "a.db"), str(tmp_path / "other.db")
