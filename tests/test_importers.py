@@ -381,6 +381,26 @@ def test_stdin_import_and_summary_line(tmp_path):
     assert "imported 8 messages" in cli("import", db, "-", stdin=other).stdout  # another stream, not a clash
 
 
+def test_two_piped_streams_that_begin_alike_are_both_imported(tmp_path):
+    # streams are told apart by their first line: a second conversation opening with the same
+    # system prompt had its lines reported as changed and was never stored
+    db = str(tmp_path / "a.db")
+    system = {"role": "system", "content": "You are a helpful assistant."}
+
+    def stream(*texts):
+        return "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in
+                       [system, *({"role": "user", "content": t} for t in texts)])
+
+    cli("import", db, "-", stdin=stream("第一个对话：部署"))
+    second = cli("import", db, "-", stdin=stream("第二个对话：数据库", "还有一句"))
+    assert "imported 2 messages" in second.stdout and "changed" not in second.stdout, second.stdout
+    again = cli("import", db, "-", stdin=stream("第二个对话：数据库", "还有一句", "又长了一句"))
+    assert "imported 1 message " in again.stdout and "changed" not in again.stdout, again.stdout
+    with Archive(db) as ar:
+        assert sorted(m["content"] for m in _all(ar)) == sorted(
+            [system["content"], "第一个对话：部署", "第二个对话：数据库", "还有一句", "又长了一句"])
+
+
 # ------------------------------------------------------------------ bad input
 
 

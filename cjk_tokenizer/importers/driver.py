@@ -38,7 +38,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import records
 from ..records import InputError
@@ -267,7 +267,8 @@ def _stdin_source(fmt: str) -> Source:
         raise ImportFileError(f"<stdin>: cannot tell its format; give --format ({', '.join(FORMATS)})")
     src = Source("-", found)
     # Streams are told apart by their first line: piping the same (grown) history again is
-    # incremental, piping a different one does not collide with it.
+    # incremental, piping a different one does not collide with it.  Two that share their
+    # first line (a system prompt) are told apart line by line (_Run._record).
     with open(spool.name, "rb") as f:
         src.identity = "-:" + hashlib.blake2b(f.readline(), digest_size=8).hexdigest()
     src.read_path = spool.name
@@ -508,6 +509,10 @@ class _Run:
             return
         digest = message_digest(rec.messages)
         old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
+        if old is not None and old != digest and src.identity.startswith("-:"):
+            # a stream is not edited in place: this one began with another's first line
+            rec = replace(rec, key=f"{rec.key} {digest}", legacy=None)
+            old = known.get(rec.key)
         if old is None and (gone.get(digest) or rec.same_as is not None):  # a record the source rewrote or copied
             aliases.append((rec.key, gone[digest].pop() if rec.same_as is None else rec.same_as))
             known[rec.key] = digest
