@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import time
@@ -136,7 +137,7 @@ def run_demo(scale: int = 2000, keep: str | None = None, out=None) -> int:
                     out(f"  message {h.message_id} [{h.session_id} {h.role}, {label} in {','.join(h.matched_in)}] "
                         f"{h.snippet.replace(chr(10), ' ')}")
         if keep:
-            out(f"\nKept {path}. Try: python -m cjk_tokenizer search {path} '部署' --reasoning")
+            out(f"\nKept {path}. Try: python -m cjk_tokenizer search {shlex.quote(path)} '部署' --reasoning")
         else:
             out(f"\nDeleting {path} now; run the demo with --keep PATH to keep the archive and search it yourself.")
     finally:

@@ -1,6 +1,7 @@
 """The command line: every subcommand works from a shell, errors are one line and a non-zero exit."""
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -200,6 +201,25 @@ def test_only_import_makes_a_missing_or_empty_file_an_archive(tmp_path, command)
     cli(command[0], str(empty), *command[1:])  # then the command works on it
     with Archive(str(empty), readonly=True) as ar:
         assert ar.count_messages() == 27
+
+
+def test_import_arguments_that_cannot_work_are_refused_before_any_archive_exists(tmp_path):
+    # --batch-size 0 was refused after an empty archive was made, and :memory: "imported" into nothing
+    target = tmp_path / "new.db"
+    proc = cli("import", str(target), SAMPLE, "--batch-size", "0", check=False)
+    assert proc.returncode == 2 and "--batch-size: must be at least 1, not 0" in proc.stderr and not target.exists()
+    proc = cli("import", ":memory:", SAMPLE, check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "gone when the command ends" in proc.stderr
+    assert not (tmp_path / ":memory:").exists() and not os.path.exists(os.path.join(ROOT, ":memory:"))
+
+
+def test_the_demo_kept_in_a_path_with_spaces_suggests_a_command_that_runs(tmp_path):
+    kept = str(tmp_path / "演示 db.db")
+    out = cli("demo", "--scale", "1", "--keep", kept).stdout
+    suggested = out.rsplit("Try: ", 1)[1].strip()
+    assert suggested.startswith("python -m cjk_tokenizer search ")
+    args = shlex.split(suggested)[3:]
+    assert args[1] == kept and "部署" in cli(*args).stdout
 
 
 def test_import_reports_the_bad_line(tmp_path):
