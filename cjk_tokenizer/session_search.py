@@ -750,8 +750,8 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
         paged["next_cursor"] = f"{sort}:{first + 1 if sort == 'newest' else first - 1}"
         out["notes"].append("next_cursor goes on at the first session not shown; a session shown here can show "
                             "again there with its other hits: add its id to exclude_session_ids to skip it")
-    elif more and offset < DISCOVERY_OFFSET[2]:
-        paged["next_offset"] = min(offset + limit, DISCOVERY_OFFSET[2])
+    elif more and offset + limit <= DISCOVERY_OFFSET[2]:  # a page past the cap is not offered (not moved back)
+        paged["next_offset"] = offset + limit
     elif more:
         out["notes"].append(f"relevance pages reach offset {DISCOVERY_OFFSET[2]}; sort newest/oldest "
                             "(next_cursor) or after/before reach the other sessions")

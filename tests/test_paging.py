@@ -163,8 +163,10 @@ def test_one_busy_session_hides_no_other_session(tmp_path, sort):
         assert set(names) | {rest["sessions"][0]["session"]["session_id"]} == {f"old{k}" for k in range(4)}
 
 
-def test_relevance_paging_stops_at_the_offset_cap(tmp_path):
-    # next_offset never points past what offset accepts: following it cannot loop on one page
+@pytest.mark.parametrize("limit", [10, 7, 3])
+def test_relevance_paging_stops_at_the_offset_cap(tmp_path, limit):
+    # next_offset never points past what offset accepts: following it cannot loop on one page,
+    # nor step back over sessions shown (a limit that does not divide the cap did)
     from cjk_tokenizer.session_search import DISCOVERY_OFFSET
 
     cap = DISCOVERY_OFFSET[2]
@@ -173,13 +175,13 @@ def test_relevance_paging_stops_at_the_offset_cap(tmp_path):
             ar.add_message(f"s{k:03d}", "user", f"needle {k}", timestamp=1000 + k)
         offset, seen = 0, []
         for _ in range(cap):
-            page = ar.session_search(query="needle", limit=10, offset=offset)
+            page = ar.session_search(query="needle", limit=limit, offset=offset)
             assert "clamped" not in page, page["clamped"]
             seen += [s["session"]["session_id"] for s in page["sessions"]]
             if "next_offset" not in page:
                 break
             offset = page["next_offset"]
-        assert len(seen) == len(set(seen)) == cap + 10
+        assert len(seen) == len(set(seen)) == (cap // limit + 1) * limit
         assert page["more_sessions"] and "newest/oldest" in page["notes"][-1]
 
 
