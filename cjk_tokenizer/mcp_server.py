@@ -26,14 +26,16 @@ needs it.
 from __future__ import annotations
 
 import inspect
+import io
 import json
+import sys
 
 from .agent_tool import TOOL_NAME, handle_session_search, tool_definitions
 from .archive import Archive
 from .constants import MMAP_SIZE
 from .errors import CjkTokenizerError
 
-__all__ = ["MISSING_SDK", "build_server", "open_archive", "serve"]
+__all__ = ["MISSING_SDK", "build_server", "open_archive", "serve", "unreadable_answer"]
 
 MISSING_SDK = 'the MCP server needs the official MCP SDK (mcp 2.x, Python 3.10+): pip install "cjk-tokenizer[mcp]"'
 SERVER_NAME = "cjk-tokenizer"
@@ -87,15 +89,74 @@ def build_server(archive):
     return Server(SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
+def unreadable_answer(line: str):
+    """For a line of the client's the SDK's transport cannot read, the JSON-RPC error that
+    answers it; None for a line it reads (or a blank one), False for one to drop unanswered
+    (a notification: nothing waits for it).
+
+    The SDK passes over a line it cannot read without a word, and the client then waits for
+    ever.  Python's JSON reads some of them: a lone surrogate escape (``"\\ud83d"``, which a
+    JavaScript client writes for a string cut inside an emoji), nesting past the SDK's
+    parser, a request of the wrong shape.  Such a request is answered with its id; a line
+    that is not JSON at all with id null, as JSON-RPC says."""
+    _, types, _, _ = _sdk()
+    if not line.strip():
+        return None
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except Exception as exc:  # the SDK's own parser refused it: say why, in one line
+        said = [part.strip() for part in str(exc).splitlines()[1:3] if not part.strip().startswith("For further")]
+        why = ": ".join(part.split(" [type=")[0] for part in said) or type(exc).__name__
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+            code=types.PARSE_ERROR, message=f"not a JSON-RPC message the server can read: {why[:200]}"))
+    ident = message.get("id") if isinstance(message, dict) else None
+    if isinstance(message, dict) and "id" not in message and "method" in message:
+        return False
+    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
+        ident = None
+    try:
+        line.encode("utf-8")
+        json.dumps(message, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+            code=types.INVALID_PARAMS, message=f"the request holds {exc.object[exc.start]!r}, half of a "
+                                               "UTF-16 surrogate pair, which is not text: send whole characters"))
+    except (ValueError, RecursionError):
+        pass
+    return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"not a JSON-RPC message the server can read: {why[:200]}"))
+
+
 def serve(path, *, mmap_size: int = MMAP_SIZE) -> int:
     """Serve the archive at ``path`` on stdin/stdout until the client closes the connection."""
     anyio, _, _, stdio_server = _sdk()  # before opening anything: a missing SDK is the first thing to say
+    from mcp.shared.message import SessionMessage
+
     archive = open_archive(path, mmap_size=mmap_size)
     try:
         server = build_server(archive)
 
         async def run():
-            async with stdio_server() as (read_stream, write_stream):
+            answers = {}
+            up = anyio.Event()
+            stdin = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+
+            async def lines():  # the client's lines as the transport reads them, less those answered here
+                async for line in stdin:
+                    answer = unreadable_answer(line)
+                    if answer is None:
+                        yield line
+                    elif answer is not False:
+                        await up.wait()
+                        await answers["stream"].send(SessionMessage(answer))
+
+            async with stdio_server(stdin=lines()) as (read_stream, write_stream):
+                answers["stream"] = write_stream
+                up.set()
                 await server.run(read_stream, write_stream, server.create_initialization_options())
 
         anyio.run(run)

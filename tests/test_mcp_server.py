@@ -250,6 +250,46 @@ def test_opens_the_archive_read_only(sdk, tmp_path):
     assert snapshot() == before
 
 
+def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_goes_on(sdk, db):
+    # a lone surrogate escape (a JavaScript client's string cut inside an emoji), nesting past the
+    # SDK's parser, a request of the wrong shape: the SDK dropped each unanswered, and the client
+    # waited for ever
+    path, _ = db
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+             '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_search",'
+             '"arguments":{"query":"\\ud83d"}}}',
+             '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_search","arguments":{"roles":'
+             + "[" * 400 + "]" * 400 + "}}}",
+             '{"jsonrpc":"2.0","id":4,"method":7}',
+             '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\\udc00"}}',
+             "{not json", "",
+             json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                         "params": {"name": "session_search", "arguments": {"query": "回滚"}}})]
+    proc = subprocess.Popen([sys.executable, "-m", "cjk_tokenizer", "mcp", path], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    timer = threading.Timer(CALL_TIMEOUT, proc.kill)  # an answer never sent fails the test, not hangs it
+    timer.start()
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()  # and kept open: the server stops reading, and serving, at its end
+        answers = [json.loads(proc.stdout.readline() or "null") for _ in range(6)]
+    finally:
+        timer.cancel()
+        proc.stdin.close()
+        proc.wait(timeout=CALL_TIMEOUT)
+    by_id = {a.get("id"): a for a in answers if a}
+    assert sorted(by_id, key=str) == sorted([1, 2, 3, 4, 5, None], key=str), answers
+    assert by_id[2]["error"]["code"] == -32602 and "surrogate" in by_id[2]["error"]["message"]
+    assert by_id[3]["error"]["code"] == -32600 and "recursion" in by_id[3]["error"]["message"]
+    assert by_id[4]["error"]["code"] == -32600 and by_id[None]["error"]["code"] == -32700
+    assert all("\n" not in a["error"]["message"] for a in answers if "error" in a)
+    found = by_id[5]["result"]["structuredContent"]
+    assert [s["session"]["session_id"] for s in found["sessions"]] == ["s1"]  # and it went on serving
+
+
 # ---- startup errors ---------------------------------------------------------------------------
 
 
