@@ -186,6 +186,9 @@ def _parse(arguments) -> tuple[dict | None, dict | None]:
             arguments = json.loads(arguments)
         except ValueError as exc:
             return None, _error("unknown", "bad_json", f"arguments are not valid JSON: {exc}; send one JSON object")
+        except RecursionError:
+            return None, _error("unknown", "bad_json", "arguments are nested too deeply to read; send one JSON "
+                                                       "object of strings, numbers and lists of strings")
     if not isinstance(arguments, dict):
         return None, _error("unknown", "bad_argument",
                             f"arguments must be a JSON object, not {type(arguments).__name__}")

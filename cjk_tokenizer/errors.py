@@ -50,4 +50,6 @@ def shown(value, limit: int = 80) -> str:
         text = repr(value[:limit + 1] if isinstance(value, (str, bytes)) else value)
     except ValueError:  # such an integer inside a collection
         return f"a {type(value).__name__} holding an integer too long to write"
+    except RecursionError:  # collections nested past what repr can walk
+        return f"a {type(value).__name__} nested too deeply to write"
     return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -244,6 +244,32 @@ def test_other_arguments_holding_a_huge_integer_are_named_too(one_message_archiv
     assert err["argument"] == "exclude_session_ids" and len(err["message"]) < 300, err
 
 
+def _nested(depth):
+    top = cur = []
+    for _ in range(depth):
+        cur.append([])
+        cur = cur[0]
+    return top
+
+
+def test_arguments_nested_past_what_python_walks_are_a_bad_argument_not_an_internal_error(one_message_archive):
+    import json
+
+    from cjk_tokenizer import QueryError
+    from cjk_tokenizer.agent_tool import handle_session_search
+
+    ar = one_message_archive
+    out = json.loads(handle_session_search(ar, "[" * 5000 + "]" * 5000))
+    assert out["error"]["code"] == "bad_json" and "nested too deeply" in out["error"]["message"], out
+    for name in ("roles", "exclude_session_ids"):
+        out = json.loads(handle_session_search(ar, {"query": "needle", name: _nested(100_000)}))
+        assert out["error"]["code"] == "bad_argument" and out["error"]["argument"] == name, out
+        assert "nested too deeply" in out["error"]["message"] and len(out["error"]["message"]) < 300
+    with pytest.raises(QueryError, match="roles") as exc:
+        ar.search("needle", roles=[_nested(100_000)])
+    assert len(str(exc.value)) < 300
+
+
 def test_archive_reads_bind_any_count_of_rows(one_message_archive):
     ar = one_message_archive
     assert [s["id"] for s in ar.sessions(limit=HUGE)] == ["s"] and ar.sessions(offset=HUGE) == []
