@@ -35,7 +35,10 @@ message; content, reasoning and tool_calls are budgeted separately):
 A whole result is held to about RESULT_CHARS characters of JSON: one over it
 is rendered again with every budget scaled down (to MIN_SCALE of itself, and
 no field below MIN_FIELD_CHARS), then with the window halved until it fits,
-and says so in ``budget_scale`` and ``notes``.
+and says so in ``budget_scale`` and ``notes``.  Budgets count characters, and
+JSON writes a control character (a terminal's colour codes) as six: a result
+of such text can stay over RESULT_CHARS at the least budgets, and its note
+then gives its size and how to ask for less.
 
 Said versus thought: ``matched_in`` lists the columns a hit matched in
 (content, reasoning, tool_name, tool_calls); ``where`` is the plain-language
@@ -963,7 +966,7 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
     QueryError and SQLite's errors; ``respond`` turns them into results.
     A result over RESULT_CHARS is rendered again with every budget scaled
     down (see the module doc)."""
-    scale, cap = 1.0, None
+    scale, cap, over = 1.0, None, False
     # every rendering reads the same hits: searched once, in one snapshot (_Once)
     reading = getattr(archive, "reading", None)
     with reading() if reading is not None else contextlib.nullcontext():
@@ -978,13 +981,17 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
             elif out.get("window"):
                 cap = out["window"] // 2
             else:
+                over = True
                 break
     if scale < 1:
         out["budget_scale"] = round(scale, 3)
+        window = "" if cap is None else f" and the window is {cap}"
         out.setdefault("notes", []).append(
             f"the result is held to about {RESULT_CHARS:,} characters, so messages are cut shorter than usual "
-            "(each cut says how much)" + ("" if cap is None else f" and the window is {cap}") +
-            "; scroll or read a session to see more of it")
+            f"(each cut says how much){window}; scroll or read a session to see more of it" if not over else
+            f"the result is about {size:,} characters, over the usual {RESULT_CHARS:,} at the least budgets"
+            f"{window}: its text is mostly characters JSON writes as escapes (control characters such as a "
+            "terminal's colour codes); ask for fewer (limit) or read one session at a time")
     return out
 
 

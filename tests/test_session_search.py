@@ -587,6 +587,26 @@ def test_a_result_is_held_to_its_size_budget(tmp_path, args):
         assert "budget_scale" not in small and len(json.dumps(small, ensure_ascii=False)) <= RESULT_CHARS
 
 
+def test_a_result_of_escape_heavy_text_over_its_budget_says_its_size(tmp_path):
+    # JSON writes a control character as six: at the least budgets such a result stayed over
+    # RESULT_CHARS while its note said it was held to it
+    import re
+
+    from cjk_tokenizer.agent_tool import handle_session_search
+    from cjk_tokenizer.session_search import RESULT_CHARS
+
+    with Archive(tmp_path / "esc.db") as ar:
+        for s in range(10):
+            for _ in range(6):
+                ar.add_message(f"s{s}", "assistant", "部署" + "\x1b" * 3000, reasoning="\x1b" * 3000,
+                               tool_call_id="\x1b" * 500, tool_calls="\x1b" * 3000)
+        text = handle_session_search(ar, {"query": "部署", "limit": 10, "include_reasoning": True})
+        out = json.loads(text)
+        assert len(text) > RESULT_CHARS and not any("held to about" in n for n in out["notes"])
+        (said,) = [n for n in out["notes"] if "over the usual" in n]
+        assert abs(int(re.search(r"about ([\d,]+) characters", said)[1].replace(",", "")) - len(text)) < 1000
+
+
 def test_rendering_a_result_again_smaller_searches_once(tmp_path, monkeypatch):
     """A result over its size budget is rendered again with smaller budgets; the hits do not
     change, so each search is asked once, however many renderings it takes."""
