@@ -758,26 +758,33 @@ def _discovery(archive, a: SessionSearchArgs, out: dict) -> dict:
     elif more:
         out["notes"].append(f"relevance pages reach offset {DISCOVERY_OFFSET[2]}; sort newest/oldest "
                             "(next_cursor) or after/before reach the other sessions")
-    shown = groups[offset:offset + limit]
+    listed = groups[offset:offset + limit]
     # a search with a cursor read the hits after it only; otherwise a session is
     # complete when the search that found it ran out
     counted = archive.count_by_session(
-        a.query, [h[0].session_id for h in shown if a.cursor or h[0].session_id not in complete],
-        include_reasoning=reason, roles=a.roles, after=a.after, before=a.before) if shown else {}
-    shown = [_more_hits(archive, a, hits, counted) for hits in shown]
+        a.query, [h[0].session_id for h in listed if a.cursor or h[0].session_id not in complete],
+        include_reasoning=reason, roles=a.roles, after=a.after, before=a.before) if listed else {}
+    pages = [_more_hits(archive, a, hits, counted) for hits in listed]
     results = []
-    for hits in shown:
+    for hits in pages:
         best = hits[0]
         session = archive.session(best.session_id) or _orphan_session(archive, best.session_id)
         message = archive.get_message(best.message_id)
-        if session is None or message is None:  # deleted since the search
+        if message is None:  # deleted since the search
             continue
+        if session is None:  # an id another tool stored as bytes: found by the search, not by its id
+            session = {"id": best.session_id, "title": None, "source": None, "started_at": message["timestamp"],
+                       "metadata": {}, "message_count": None, "last_active": message["timestamp"],
+                       "no_session_row": True}
+            out["notes"].append(f"session {shown(best.session_id)} has an id another tool stored as bytes (a BLOB, "
+                                "or text that is not UTF-8): its hits are shown, but it cannot be read or scrolled "
+                                "by that id")
         total = max(counted.get(best.session_id, 0), len(hits))  # counted where the read may have missed some
         results.append(_session_result(archive, session, message, best, hits, w, reason, total))
-    if a.session_id is not None and results and len(shown[0]) > 1 + OTHER_HITS:  # hits read past those listed
+    if a.session_id is not None and results and len(pages[0]) > 1 + OTHER_HITS:  # hits read past those listed
         paged["more_hits_in_session"] = True
         if sort != "relevance":
-            paged["next_cursor"] = f"{sort}:{shown[0][OTHER_HITS].message_id}"
+            paged["next_cursor"] = f"{sort}:{pages[0][OTHER_HITS].message_id}"
             out["notes"].append("next_cursor goes on with this session's hits after the last one listed")
         else:
             out["notes"].append("sort newest or oldest pages through this session's other hits (next_cursor)")

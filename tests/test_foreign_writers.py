@@ -331,6 +331,22 @@ def test_rows_another_tool_wrote_in_any_type_read_everywhere(tmp_path):
                 assert "部署" in text, args
 
 
+def test_hits_in_a_session_whose_id_another_tool_stored_as_bytes_are_shown_and_said(tmp_path):
+    # the search found them, and session_search dropped them without a word
+    path = tmp_path / "a.db"
+    with Archive(path) as ar:
+        ar.add_message("ok", "user", "部署 fine", timestamp=1)
+        ar.conn.execute("INSERT INTO messages(session_id, role, content, timestamp) "
+                        "VALUES (X'6364', 'user', '部署 blob', 2), (CAST(X'6162FF' AS TEXT), 'user', '部署 bad', 3)")
+    with Archive(path, readonly=True) as ar:
+        assert {h.session_id for h in ar.search("部署")} == {"ok", "cd", "ab\ufffd"}
+        out = ar.session_search("部署", limit=10)
+        assert {s["session"]["session_id"] for s in out["sessions"]} == {"ok", "cd", "ab\ufffd"}
+        assert sum("stored as bytes" in n for n in out["notes"]) == 2
+        hit = next(s for s in out["sessions"] if s["session"]["session_id"] == "cd")
+        assert [m["content"] for m in hit["window"]] == ["部署 blob"]
+
+
 @pytest.mark.parametrize("column", ["rowid", "oid", "_rowid_"])
 def test_moving_a_message_through_a_rowid_alias_keeps_every_index(tmp_path, sqlite3_shell, column):
     # triggers of UPDATE OF id do not fire for an update of rowid: the index kept the old
