@@ -399,6 +399,13 @@ def test_two_piped_streams_that_begin_alike_are_both_imported(tmp_path):
     with Archive(db) as ar:
         assert sorted(m["content"] for m in _all(ar)) == sorted(
             [system["content"], "第一个对话：部署", "第二个对话：数据库", "还有一句", "又长了一句"])
+    # a record named by its own id (a Claude Code uuid) that reads otherwise is still a change
+    lines = [{"type": "user", "uuid": f"u{i}", "sessionId": "c", "timestamp": "2025-11-24T10:00:00Z",
+              "message": {"role": "user", "content": f"第{i}句"}} for i in range(2)]
+    cli("import", db, "-", stdin="".join(json.dumps(m, ensure_ascii=False) + "\n" for m in lines))
+    lines[1]["message"]["content"] = "改过的"
+    changed = cli("import", db, "-", stdin="".join(json.dumps(m, ensure_ascii=False) + "\n" for m in lines))
+    assert "imported 0 messages" in changed.stdout and "1 changed" in changed.stdout, changed.stdout
 
 
 # ------------------------------------------------------------------ bad input

@@ -509,8 +509,9 @@ class _Run:
             return
         digest = message_digest(rec.messages)
         old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
-        if old is not None and old != digest and src.identity.startswith("-:"):
-            # a stream is not edited in place: this one began with another's first line
+        anywhere = getattr(FORMATS[src.fmt], "global_key", None)
+        if old is not None and old != digest and src.identity.startswith("-:") and not (anywhere and anywhere(rec.key)):
+            # a stream is not edited in place: at a line number, this one began with another's first line
             rec = replace(rec, key=f"{rec.key} {digest}", legacy=None)
             old = known.get(rec.key)
         if old is None and (gone.get(digest) or rec.same_as is not None):  # a record the source rewrote or copied
