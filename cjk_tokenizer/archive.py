@@ -346,7 +346,8 @@ class Archive:
                 self.fold_variants = fold_variants_of(self._conn)
                 if self._fold_variants_arg is not None and self._fold_variants_arg != self.fold_variants:
                     raise ArchiveError(f"{self.path} was created with fold_variants={self.fold_variants}; the "
-                                       "setting is fixed when an archive is created (open it with fold_variants=None)")
+                                       "setting is fixed when an archive is created (open it with fold_variants=None; "
+                                       "the import command: leave out --fold-variants)")
             if readonly:
                 if indexes is not None and set(indexes) - set(indexing.states(self._conn)):
                     raise ValueError("indexes= adds indexes, which a read-only archive cannot; leave it out")

@@ -213,6 +213,13 @@ def test_import_arguments_that_cannot_work_are_refused_before_any_archive_exists
     assert not (tmp_path / ":memory:").exists() and not os.path.exists(os.path.join(ROOT, ":memory:"))
 
 
+def test_fold_variants_on_an_archive_made_without_it_says_what_to_type(tmp_path):
+    db = str(tmp_path / "a.db")
+    cli("import", db, SAMPLE)
+    proc = cli("import", db, SAMPLE, "--fold-variants", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "leave out --fold-variants" in proc.stderr
+
+
 def test_the_demo_kept_in_a_path_with_spaces_suggests_a_command_that_runs(tmp_path):
     kept = str(tmp_path / "演示 db.db")
     out = cli("demo", "--scale", "1", "--keep", kept).stdout
