@@ -26,7 +26,8 @@ offset, a date alone) means UTC -- never the machine's local time, so an
 archive reads the same on every machine.  A date alone is its midnight UTC.
 
 The result must lie in ``MIN_EPOCH .. MAX_EPOCH`` (1970-01-01T00:00:00Z to
-9999-12-31T23:59:59Z): milliseconds passed as seconds, NaN and infinities
+9999-12-31T23:59:59Z; a time within that last second, such as ``datetime.max``,
+reads as it): milliseconds passed as seconds, NaN and infinities
 are refused instead of stored or compared.  :func:`iso` is the way back, for
 every time the package shows (results, errors).
 """
@@ -96,10 +97,14 @@ def _iso_seconds(text: str) -> float | None:
 
 
 def _in_range(seconds, name: str, given) -> float:
-    if not (MIN_EPOCH <= seconds <= MAX_EPOCH):  # False for NaN too
+    if not (MIN_EPOCH <= seconds < MAX_EPOCH + 1):  # False for NaN too
         raise TimeValueError(f"{name}={shown(given)} is outside the accepted range: epoch seconds from "
                              f"{MIN_EPOCH} to {MAX_EPOCH} (1970-01-01 .. 9999-12-31 UTC)")
-    return float(seconds)
+    # within the last second of 9999 (datetime.max, a common "no end"): that second, which a date can say
+    return float(min(seconds, MAX_EPOCH))
+
+
+_LAST_SECOND = _dt.datetime(9999, 12, 31, 23, 59, 59, tzinfo=_dt.timezone.utc)
 
 
 def _from_datetime(value, name: str) -> float:
@@ -108,7 +113,8 @@ def _from_datetime(value, name: str) -> float:
     if value.tzinfo is None or value.utcoffset() is None:
         value = value.replace(tzinfo=_dt.timezone.utc)
     try:
-        seconds = value.timestamp()
+        # datetime.max's microseconds round to the next second as a float: its whole second, first
+        seconds = min(value, _LAST_SECOND).timestamp()
     except (OverflowError, ValueError, OSError):  # an offset pushing year 1 / 9999 past the edge
         raise TimeValueError(f"{name}={value.isoformat()!r} is outside the accepted range "
                              "(1970-01-01 .. 9999-12-31 UTC)") from None

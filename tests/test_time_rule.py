@@ -183,6 +183,9 @@ def test_range_edges():
     assert epoch_seconds(0, "t") == 0.0
     assert epoch_seconds(MAX_EPOCH, "t") == float(MAX_EPOCH)
     assert epoch_seconds("9999-12-31T23:59:59Z", "t") == float(MAX_EPOCH)
+    # the last second's fractions, datetime.max among them (a common "no end"), were refused
+    for value in (dt.datetime.max, "9999-12-31T23:59:59.5Z", MAX_EPOCH + 0.999):
+        assert epoch_seconds(value, "t") == float(MAX_EPOCH)
     for value in (MAX_EPOCH + 1, "0001-01-01T00:00:00+01:00", dt.datetime(1, 1, 1, tzinfo=PLUS8)):
         with pytest.raises(TimeValueError, match="outside the accepted range"):
             epoch_seconds(value, "t")
