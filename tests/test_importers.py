@@ -212,6 +212,24 @@ def test_a_hermes_compaction_that_keeps_its_rows_stores_the_kept_tail_once(tmp_p
         assert ar.sync().messages == 0
 
 
+def test_two_equal_hermes_rows_in_a_row_stay_two_messages_once_archived(tmp_path, hermes_state):
+    # rows reading alike were taken for a compaction's copy of the first, and a first import dropped one
+    from pathlib import Path
+
+    db = str(tmp_path / "state.db")
+    writer = hermes_state.SessionDB(db_path=Path(db))
+    writer.create_session("s1", "telegram")
+    writer.append_message("s1", "user", "ok", timestamp=1700000000.0)
+    writer.append_message("s1", "user", "ok", timestamp=1700000000.0)
+    writer.append_message("s1", "assistant", "noted", timestamp=1700000001.0)
+    writer.archive_and_compact("s1", [{"role": "user", "content": "SUMMARY"}])
+    writer.close()
+    with Archive(str(tmp_path / "a.db")) as ar:
+        report = ar.import_source(db)
+        assert report.messages == 4 and report.unchanged == 0, report.summary()
+        assert [m["content"] for m in ar.messages_of("s1")] == ["ok", "ok", "noted", "SUMMARY"]
+
+
 # ------------------------------------------------------------------ Claude Code
 
 
@@ -399,6 +417,13 @@ def test_two_piped_streams_that_begin_alike_are_both_imported(tmp_path):
     with Archive(db) as ar:
         assert sorted(m["content"] for m in _all(ar)) == sorted(
             [system["content"], "第一个对话：部署", "第二个对话：数据库", "还有一句", "又长了一句"])
+    # a session line (several messages) that grew is a changed record, not another stream's
+    sessions = [{"id": "A", "messages": [system, {"role": "user", "content": "甲"}]},
+                {"id": "B", "messages": [{"role": "user", "content": "乙"}, {"role": "assistant", "content": "乙答"}]}]
+    cli("import", db, "-", stdin="".join(json.dumps(m, ensure_ascii=False) + "\n" for m in sessions))
+    sessions[1]["messages"].append({"role": "user", "content": "乙又问"})
+    grown = cli("import", db, "-", stdin="".join(json.dumps(m, ensure_ascii=False) + "\n" for m in sessions))
+    assert "imported 0 messages" in grown.stdout and "1 changed" in grown.stdout, grown.stdout
     # a record named by its own id (a Claude Code uuid) that reads otherwise is still a change
     lines = [{"type": "user", "uuid": f"u{i}", "sessionId": "c", "timestamp": "2025-11-24T10:00:00Z",
               "message": {"role": "user", "content": f"第{i}句"}} for i in range(2)]

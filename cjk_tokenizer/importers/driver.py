@@ -510,8 +510,11 @@ class _Run:
         digest = message_digest(rec.messages)
         old = known.get(rec.key) or (known.get(rec.legacy) if rec.legacy else None)
         anywhere = getattr(FORMATS[src.fmt], "global_key", None)
-        if old is not None and old != digest and src.identity.startswith("-:") and not (anywhere and anywhere(rec.key)):
-            # a stream is not edited in place: at a line number, this one began with another's first line
+        if (old is not None and old != digest and src.identity.startswith("-:") and len(rec.messages) == 1
+                and not (anywhere and anywhere(rec.key))):
+            # one message at a line number of a stream, reading otherwise: most likely another stream that
+            # began with the same line (a system prompt), so it is stored.  (A record of several messages,
+            # a session of the fine-tuning shape, is a session that changed: reported as before.)
             rec = replace(rec, key=f"{rec.key} {digest}", legacy=None)
             old = known.get(rec.key)
         if old is None and (gone.get(digest) or rec.same_as is not None):  # a record the source rewrote or copied

@@ -21,8 +21,10 @@ a row gone from the source since it was imported is that message again, not
 a new one (``keys`` lets the driver see which are gone).  A compaction that keeps
 its rows (``archive_and_compact``: the old rows stay, ``active = 0``) inserts
 the kept tail again as new rows: a row reading exactly as an earlier
-soft-archived row (same session, role, text, time, reasoning…) is that message
-again, stored once.  Session rows are
+soft-archived row (same session, role, text, time, reasoning…), after a row
+of a later time, is that message again, stored once.  (Hermes' agent writes
+the tail it keeps with the compaction's own time: such a copy reads as a new
+message at that time, and is stored as one.)  Session rows are
 re-read on every import, so a title set later reaches the archive on the next
 sync.
 """
@@ -220,6 +222,7 @@ def read(src):
                   "finish_reason", "reasoning", "reasoning_content", "reasoning_details", "codex_reasoning_items",
                   "active")
         archived: dict = {}  # digest -> key of the first soft-archived row reading so (see the module doc)
+        latest: dict = {}  # session id -> the latest time of its rows read so far
         for row in _select(conn, "messages", m_cols, "id"):
             r = dict(zip(m_cols, row))
             if src.size and isinstance(r["id"], int):
@@ -243,12 +246,17 @@ def read(src):
                     "tool_call_id": r["tool_call_id"], "tool_name": r["tool_name"],
                     "timestamp": epoch(r["timestamp"]), "metadata": meta,
                 }
-                same = None
+                same, ts, sid = None, message["timestamp"], message["session_id"]
                 if archived or r["active"] == 0:
                     d = digest([message])
-                    same = archived.get(d)
+                    # a copy comes after a row later than it (the compaction's summary, or the turns
+                    # after the one copied); two equal rows in a row are two messages
+                    if ts is not None and latest.get(sid, ts) > ts:
+                        same = archived.get(d)
                     if same is None and r["active"] == 0:
-                        archived[d] = str(r["id"])
+                        archived.setdefault(d, str(r["id"]))
+                if ts is not None:
+                    latest[sid] = max(ts, latest.get(sid, ts))
                 yield Record(str(r["id"]), None, [message], same_as=same)
             except ValueError as exc:
                 yield Skip("bad", None, f"message id {r['id']}: {exc}")
