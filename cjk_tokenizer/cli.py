@@ -186,16 +186,18 @@ def _replaced_when_written(output: str, db: str, write) -> None:
     A regular file (or a new one) is written beside itself and renamed over it at the end,
     so an export that fails (no such session, a full disk) never leaves it cut short.  The
     archive itself, its companions and any other SQLite database are refused: export
-    writes text.  Anything else (a device, a pipe) is written as it is."""
+    writes text.  Anything else (a device, a pipe, /dev/stdout), and a file in a folder
+    that cannot take the file beside it, is written as it is."""
     from .importers.driver import archive_files
 
     target = os.path.realpath(output)
-    if os.path.exists(target) and not os.path.isfile(target):
+    if target in archive_files(db):
+        raise CjkTokenizerError(f"{output}: is the archive being exported; name another file")
+    through = target.startswith(("/dev/", "/proc/")) or os.path.abspath(output).startswith(("/dev/", "/proc/"))
+    if through or (os.path.exists(output) and not os.path.isfile(output)):
         with open(output, "w", encoding="utf-8") as out:
             write(out)
         return
-    if target in archive_files(db):
-        raise CjkTokenizerError(f"{output}: is the archive being exported; name another file")
     if os.path.exists(target):
         with open(target, "rb") as f:
             if f.read(16) == b"SQLite format 3\x00":
@@ -203,7 +205,14 @@ def _replaced_when_written(output: str, db: str, write) -> None:
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise CjkTokenizerError(f"{output}: no such folder")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".part")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".part")
+    except PermissionError:
+        if not os.path.isfile(target):
+            raise
+        with open(target, "w", encoding="utf-8") as out:  # a writable file in a folder that is not
+            write(out)
+        return
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             write(out)

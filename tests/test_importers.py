@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -772,6 +773,10 @@ def test_a_failed_export_leaves_its_output_file_as_it_was_and_never_overwrites_a
     cli("export", db, "-o", str(new), "--format", "markdown")
     assert "要导出的" in new.read_text() and os.stat(new).st_mode & 0o777 == 0o666 & ~_umask()
     assert cli("export", db, "-o", os.devnull).returncode == 0 and os.path.exists(os.devnull)
+    piped = subprocess.run(f"{sys.executable} -m cjk_tokenizer export {shlex.quote(db)} -o /dev/stdout | cat",
+                           shell=True, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": ROOT})
+    assert piped.returncode == 0 and "要导出的" in piped.stdout, piped.stderr
 
 
 def _umask():
