@@ -507,7 +507,8 @@ def _check_ids_and_counts(given: dict) -> dict:
                                                   "the next page starts", "offset")
     reasoning = given.get("include_reasoning", False)
     if not isinstance(reasoning, bool):
-        raise SearchArgumentError("bad_argument", f"include_reasoning must be true or false, not {reasoning!r}",
+        raise SearchArgumentError("bad_argument",
+                                  f"include_reasoning must be true or false, not {shown(reasoning, 200)}",
                                   "include_reasoning")
     out["include_reasoning"] = reasoning
     excluded = _str_list("exclude_session_ids", given.get("exclude_session_ids")) or ()
@@ -521,11 +522,12 @@ def _check_ids_and_counts(given: dict) -> dict:
 def _check_filters(given: dict) -> dict:
     roles = _str_list("roles", given.get("roles")) or None  # [] is "not given", as for exclude_session_ids
     if roles is not None and any(r not in ROLES for r in roles):
-        raise SearchArgumentError("bad_argument", f"roles must be chosen from {', '.join(ROLES)}; got {roles!r}",
-                                  "roles")
+        raise SearchArgumentError("bad_argument",
+                                  f"roles must be chosen from {', '.join(ROLES)}; got {shown(roles, 200)}", "roles")
     sort = given.get("sort")
     if sort is not None and sort not in SORTS:
-        raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {sort!r}", "sort")
+        raise SearchArgumentError("bad_argument", f"sort must be one of {', '.join(SORTS)}, not {shown(sort, 200)}",
+                                  "sort")
     cursor = _str("cursor", given.get("cursor"))
     if cursor is not None:
         try:
@@ -997,8 +999,9 @@ def execute(archive, a: SessionSearchArgs, *, ignored: Iterable[str] = ()) -> di
             f"the result is held to about {RESULT_CHARS:,} characters, so messages are cut shorter than usual "
             f"(each cut says how much){window}; scroll or read a session to see more of it" if not over else
             f"the result is about {size:,} characters, over the usual {RESULT_CHARS:,} at the least budgets"
-            f"{window}: its text is mostly characters JSON writes as escapes (control characters such as a "
-            "terminal's colour codes); ask for fewer (limit) or read one session at a time")
+            f"{window}: each field keeps at least {MIN_FIELD_CHARS} characters, and JSON writes some as several "
+            "(control characters such as a terminal's colour codes take six); ask for fewer (limit) or read one "
+            "session at a time")
     return out
 
 

@@ -261,7 +261,7 @@ def test_arguments_nested_past_what_python_walks_are_a_bad_argument_not_an_inter
     ar = one_message_archive
     out = json.loads(handle_session_search(ar, "[" * 5000 + "]" * 5000))
     assert out["error"]["code"] == "bad_json" and "nested too deeply" in out["error"]["message"], out
-    for name in ("roles", "exclude_session_ids"):
+    for name in ("roles", "exclude_session_ids", "sort", "include_reasoning"):
         out = json.loads(handle_session_search(ar, {"query": "needle", name: _nested(100_000)}))
         assert out["error"]["code"] == "bad_argument" and out["error"]["argument"] == name, out
         assert "nested too deeply" in out["error"]["message"] and len(out["error"]["message"]) < 300
