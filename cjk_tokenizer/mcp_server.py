@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import re
 import sys
 
 from .agent_tool import TOOL_NAME, handle_session_search, tool_definitions
@@ -110,14 +111,16 @@ def unreadable_answer(line: str):
         why = ": ".join(part.split(" [type=")[0] for part in said) or type(exc).__name__
     try:
         message = json.loads(line)
-    except (ValueError, RecursionError):
+    except RecursionError:  # JSON, nested past Python's parser too: its id is read off the top level
+        message = {"id": _top_level_id(line), "method": None}
+    except ValueError:
         return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
             code=types.PARSE_ERROR, message=f"not a JSON-RPC message the server can read: {why[:200]}"))
     ident = message.get("id") if isinstance(message, dict) else None
     if isinstance(message, dict) and "id" not in message and "method" in message:
         return False
-    if isinstance(ident, bool) or not isinstance(ident, (int, str)):
-        ident = None
+    if isinstance(ident, bool) or not isinstance(ident, (int, str)) or not _writable(ident):
+        ident = None  # an id the answer cannot carry (half a surrogate pair): JSON-RPC's null
     try:
         line.encode("utf-8")
         json.dumps(message, ensure_ascii=False).encode("utf-8")
@@ -129,6 +132,36 @@ def unreadable_answer(line: str):
         pass
     return types.JSONRPCError(jsonrpc="2.0", id=ident, error=types.ErrorData(
         code=types.INVALID_REQUEST, message=f"not a JSON-RPC message the server can read: {why[:200]}"))
+
+
+def _writable(ident) -> bool:
+    try:
+        json.dumps(ident, ensure_ascii=False).encode("utf-8")
+        return True
+    except (UnicodeEncodeError, ValueError):
+        return False
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_ID_VALUE = re.compile(r'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def _top_level_id(line: str):
+    """The ``id`` member of the JSON object ``line`` (an int or a str), read at its top level
+    without parsing what is nested, or None."""
+    depth = 0
+    for token in _TOKENS.finditer(line):  # strings whole, and brackets
+        t = token.group()
+        if t[0] != '"':
+            depth += 1 if t in "[{" else -1
+            continue
+        value = _ID_VALUE.match(line, token.end()) if depth == 1 and t == '"id"' else None
+        if value is not None:  # the key "id" (not a value "id": no colon follows that)
+            try:
+                return json.loads(value.group(1))
+            except ValueError:
+                return None
+    return None
 
 
 def serve(path, *, mmap_size: int = MMAP_SIZE) -> int:

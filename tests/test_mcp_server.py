@@ -263,6 +263,9 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_goes_on(sdk, d
              '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_search","arguments":{"roles":'
              + "[" * 400 + "]" * 400 + "}}}",
              '{"jsonrpc":"2.0","id":4,"method":7}',
+             '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"session_search","arguments":{"roles":'
+             + "[" * 5000 + "]" * 5000 + "}}}",  # past Python's parser too: the id is read off the top level
+             '{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}',  # an id no answer can carry: null
              '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\\udc00"}}',
              "{not json", "",
              json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
@@ -275,16 +278,18 @@ def test_a_request_the_sdk_cannot_read_is_answered_and_the_server_goes_on(sdk, d
     try:
         proc.stdin.write("\n".join(lines) + "\n")
         proc.stdin.flush()  # and kept open: the server stops reading, and serving, at its end
-        answers = [json.loads(proc.stdout.readline() or "null") for _ in range(6)]
+        answers = [json.loads(proc.stdout.readline() or "null") for _ in range(8)]
     finally:
         timer.cancel()
         proc.stdin.close()
         proc.wait(timeout=CALL_TIMEOUT)
     by_id = {a.get("id"): a for a in answers if a}
-    assert sorted(by_id, key=str) == sorted([1, 2, 3, 4, 5, None], key=str), answers
+    assert sorted(by_id, key=str) == sorted([1, 2, 3, 4, 5, 6, None], key=str), answers
+    assert [a.get("id") for a in answers if a].count(None) == 2 and by_id[6]["error"]["code"] == -32600
     assert by_id[2]["error"]["code"] == -32602 and "surrogate" in by_id[2]["error"]["message"]
     assert by_id[3]["error"]["code"] == -32600 and "recursion" in by_id[3]["error"]["message"]
-    assert by_id[4]["error"]["code"] == -32600 and by_id[None]["error"]["code"] == -32700
+    assert by_id[4]["error"]["code"] == -32600
+    assert sorted(a["error"]["code"] for a in answers if a and a.get("id") is None) == [-32700, -32602]
     assert all("\n" not in a["error"]["message"] for a in answers if "error" in a)
     found = by_id[5]["result"]["structuredContent"]
     assert [s["session"]["session_id"] for s in found["sessions"]] == ["s1"]  # and it went on serving
