@@ -286,6 +286,9 @@ _CACHE_LIMIT = 65536  # characters; bigger texts are analyzed afresh, not kept
 # character (two copies of the text, its tokens), so this bounds the cache to
 # tens of megabytes however many texts pass through a long-running process.
 CACHE_CHARS = 1 << 20
+# What an entry costs besides its text's characters (its objects), counted in characters:
+# a cache of many short texts is bounded too, not only one of long ones.
+ENTRY_CHARS = 64
 
 
 class _SizedCache:
@@ -310,10 +313,10 @@ class _SizedCache:
         with self._lock:
             if key not in self._entries:
                 self._entries[key] = an
-                self.size += len(text)
+                self.size += len(text) + ENTRY_CHARS
                 while self.size > self.budget and self._entries:
                     (old, _), _ = self._entries.popitem(last=False)
-                    self.size -= len(old)
+                    self.size -= len(old) + ENTRY_CHARS
         return an
 
     def clear(self) -> None:
