@@ -46,7 +46,7 @@ SOURCE_TREE = all(os.path.exists(os.path.join(ROOT, p)) for p in ("pyproject.tom
 # holds one copy of the C code, and most of it is the package's Python
 # (importers, plugins, the MCP server ship in the same wheel) and the README as
 # its description.  The README's Release section says what takes the bytes.
-MAX_WHEEL_BYTES = 256_000
+MAX_WHEEL_BYTES = 264_000
 
 
 def _skip_or_fail(reason):
