@@ -143,16 +143,6 @@ def _import_progress():
     return progress, notice, finish
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
-
-
 def _cmd_import(args) -> int:
     from .importers import driver
 
@@ -421,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a file, a folder (every file of the format under it) or - (stdin)")
     p.add_argument("--format", default="auto", choices=_ChoicesOf(".importers.driver", "FORMAT_CHOICES"),
                    help="the sources' format (default: detected per file)")
-    p.add_argument("--batch-size", type=_at_least_one, default=2000, help="messages written per transaction")
+    p.add_argument("--batch-size", type=_positive_int, default=2000, help="messages written per transaction")
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
     p.add_argument("--fold-variants", action="store_true",
                    help="create DB folding Traditional/Simplified Han variants (項目 = 项目); fixed at creation")
@@ -431,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sync", help="import again every source DB was ever given (only what is new is added)")
     p.add_argument("db")
-    p.add_argument("--batch-size", type=_at_least_one, default=2000, help="messages written per transaction")
+    p.add_argument("--batch-size", type=_positive_int, default=2000, help="messages written per transaction")
     p.add_argument("--no-extension", action="store_true", help="import as a host without the extension would")
     p.add_argument("--no-optimize", action="store_true",
                    help="do not merge the indexes at the end (by default an import that at least doubles DB does)")
