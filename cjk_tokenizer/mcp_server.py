@@ -25,6 +25,7 @@ needs it.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import io
 import json
@@ -48,6 +49,7 @@ def open_archive(path, *, mmap_size: int = MMAP_SIZE) -> Archive:
     return Archive(path, readonly=True, mmap_size=mmap_size)
 
 
+@functools.lru_cache(maxsize=1)  # asked for every line a client sends (unreadable_answer)
 def _sdk():
     """The SDK's modules, or a CjkTokenizerError saying which extra to install."""
     try:
